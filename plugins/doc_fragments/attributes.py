@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+
+    # Standard documentation fragment
+    DOCUMENTATION = r"""
+options: {}
+attributes:
+  check_mode:
+    description: Can run in C(check_mode) and return changed status prediction without modifying target.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in C(check_mode)), when in diff mode.
+"""
+
+    # Should be used together with the standard fragment
+    FACTS = r"""
+options: {}
+attributes:
+  facts:
+    support: full
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
+"""
+
+    # Should be used together with the standard fragment and the FACTS fragment
+    INFO_MODULE = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    details:
+      - This action does not modify state.
+  diff_mode:
+    support: N/A
+    details:
+      - This action does not modify state.
+  idempotent:
+    description: Running the action again with the same input gives the same result and changes nothing.
+    support: full
+"""
+
+    ACTIONGROUP = r"""
+options: {}
+attributes:
+  action_group:
+    description: Use C(group/gpuops.fabric.all) in C(module_defaults) to set defaults for this module.
+    support: full
+    membership:
+      - gpuops.fabric.all
+"""

@@ -1,0 +1,104 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""PCIe link arithmetic shared by facts, checks, filters and the planner."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+# Transfer rate (GT/s per lane) and line-code efficiency per generation.
+# Gen1/2 use 8b/10b, Gen3-5 use 128b/130b. Gen6 and later run in FLIT mode with
+# 1b/1b encoding; of each 256-byte flit, 236 bytes carry TLPs and 6 bytes DLLPs,
+# the rest is CRC and FEC, so 242/256 of the raw rate is usable.
+GENERATIONS = {
+    1: (2.5, 8.0 / 10.0),
+    2: (5.0, 8.0 / 10.0),
+    3: (8.0, 128.0 / 130.0),
+    4: (16.0, 128.0 / 130.0),
+    5: (32.0, 128.0 / 130.0),
+    6: (64.0, 242.0 / 256.0),
+    7: (128.0, 242.0 / 256.0),
+}
+
+VALID_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
+
+_SPEED_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s(?:\s+PCIe)?\s*$")
+
+
+def generation_from_gts(gts):
+    """Map a per-lane transfer rate in GT/s to a PCIe generation, or None."""
+    if gts is None:
+        return None
+    for gen, (rate, _eff) in GENERATIONS.items():
+        if abs(rate - gts) < 0.01:
+            return gen
+    return None
+
+
+def gts_from_generation(gen):
+    entry = GENERATIONS.get(gen)
+    return entry[0] if entry else None
+
+
+def parse_link_speed(text):
+    """Parse a sysfs ``*_link_speed`` value.
+
+    Both kernel spellings are accepted: ``"8 GT/s"`` (older kernels) and
+    ``"8.0 GT/s PCIe"`` (5.x and later). ``"Unknown"`` and anything else that
+    does not look like a rate gives None.
+    """
+    if text is None:
+        return None
+    match = _SPEED_RE.match(str(text))
+    if not match:
+        return None
+    value = float(match.group(1))
+    return value if value > 0 else None
+
+
+def parse_link_width(text):
+    """Parse a sysfs ``*_link_width``; 0, 255 (link down/unknown) and junk give None."""
+    if text is None:
+        return None
+    try:
+        width = int(str(text).strip().lstrip("x"), 10)
+    except ValueError:
+        return None
+    return width if width in VALID_WIDTHS else None
+
+
+def pcie_bandwidth(gen, width):
+    """Usable bandwidth of a PCIe link, one direction, in GB/s (10^9 bytes).
+
+    ``gen`` is a generation number (1..7) and ``width`` a lane count.
+    Returns None when either is unknown.
+    """
+    if gen is None or width is None:
+        return None
+    try:
+        gen = int(gen)
+        width = int(width)
+    except (TypeError, ValueError):
+        return None
+    entry = GENERATIONS.get(gen)
+    if entry is None or width <= 0:
+        return None
+    rate, efficiency = entry
+    return rate * width * efficiency / 8.0
+
+
+def link_dict(gts, width):
+    """The facts shape of one link end: rate, generation, width and usable GB/s."""
+    gen = generation_from_gts(gts)
+    gbps = pcie_bandwidth(gen, width)
+    return {
+        "speed_gts": gts,
+        "generation": gen,
+        "width": width,
+        "gbytes_per_s": round(gbps, 3) if gbps is not None else None,
+    }

@@ -1,0 +1,542 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""Read the topology model from sysfs and procfs under a root directory.
+
+Only files are read: no subprocess, nothing that can hang on broken hardware.
+Odd values (missing files, "Unknown", -1, garbage) become None plus a warning.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+import stat
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._cpulist import (
+    format_cpulist,
+    parse_cpulist,
+    parse_cpumask,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._errors import TopologyError
+from ansible_collections.gpuops.fabric.plugins.module_utils._model import (
+    Bond,
+    BondMember,
+    GidEntry,
+    NetDev,
+    NumaNode,
+    PciDevice,
+    RdmaDevice,
+    RdmaPort,
+    Topology,
+    Vlan,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._pcie import (
+    parse_link_speed,
+    parse_link_width,
+)
+
+PCI_ADDRESS_RE = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+_HOST_BRIDGE_RE = re.compile(r"^pci[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}$")
+_MAX_READ = 65536
+
+ARPHRD_INFINIBAND = 32
+ARPHRD_LOOPBACK = 772
+
+BOND_MODE_NAMES = {
+    "load balancing (round-robin)": "balance-rr",
+    "fault-tolerance (active-backup)": "active-backup",
+    "load balancing (xor)": "balance-xor",
+    "fault-tolerance (broadcast)": "broadcast",
+    "ieee 802.3ad dynamic link aggregation": "802.3ad",
+    "transmit load balancing": "balance-tlb",
+    "adaptive load balancing": "balance-alb",
+}
+
+# Bytes of RoCE v2 headers the kernel subtracts from the netdev MTU before picking
+# the IB MTU (GRH 40 + UDP 8 + BTH 12 + XRC ETH 4 + AtomicETH 28 + ICRC 4).
+ROCE_HEADER_BYTES = 96
+IB_MTUS = (4096, 2048, 1024, 512, 256)
+
+
+def normalize_pci_address(address):
+    """``"00000000:3B:00.0"`` (NVML) or ``"0000:3b:00.0"`` -> ``"0000:3b:00.0"``; junk -> None."""
+    if not address:
+        return None
+    domain, sep, rest = address.strip().lower().partition(":")
+    candidate = "%04x:%s" % (int(domain, 16), rest) if sep and _is_hex(domain) else None
+    return candidate if candidate and PCI_ADDRESS_RE.match(candidate) else None
+
+
+def _is_hex(text):
+    return bool(text) and all(c in "0123456789abcdef" for c in text)
+
+
+class SysfsReader:
+    """Reads one machine's topology below ``root`` ("/" for the live machine)."""
+
+    def __init__(self, root="/"):
+        self.root = root
+        self.topo = Topology(source="sysfs")
+        self._pci_dirs = {}
+
+    # ---- low-level I/O: the only place files are touched ------------------------------
+    def path(self, *parts):
+        return os.path.join(self.root, *[p.lstrip("/") for p in parts])
+
+    def read(self, path, quiet=False):
+        """Text of a sysfs file, stripped; None when missing, unreadable or not text."""
+        try:
+            # Only regular files: a FIFO or device node in a capture would block a read.
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                if not quiet:
+                    self.topo.warn("%s: not a regular file, ignored" % path)
+                return None
+            with open(path, "rb") as handle:
+                data = handle.read(_MAX_READ)
+        except (IOError, OSError) as exc:
+            # Missing files are normal (old kernels, captures); other errors are worth a note.
+            if not quiet and getattr(exc, "errno", None) not in (2, 20, 21, 22):
+                self.topo.warn("%s: unreadable (%s)" % (path, exc))
+            return None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            self.topo.warn("%s: not text, ignored" % path)
+            return None
+        if "\x00" in text:
+            self.topo.warn("%s: not text, ignored" % path)
+            return None
+        return text.strip()
+
+    def read_int(self, path, base=10, quiet=False):
+        text = self.read(path, quiet=quiet)
+        if text is None or text == "":
+            return None
+        try:
+            return int(text, base)
+        except ValueError:
+            self.topo.warn("%s: %r is not a number, ignored" % (path, text[:40]))
+            return None
+
+    def listdir(self, path):
+        try:
+            return sorted(os.listdir(path))
+        except (IOError, OSError):
+            return []
+
+    def link_name(self, path):
+        """Basename of a symlink's target (driver links dangle in captures by design)."""
+        try:
+            return os.path.basename(os.readlink(path))
+        except (IOError, OSError):
+            return None
+
+    # ---- entry point ------------------------------------------------------------------
+    def read_all(self, parts=("pci", "numa", "net", "rdma", "bond", "vlan")):
+        if not os.path.isdir(self.path("sys")):
+            raise TopologyError(
+                "%s is not a sysfs tree: %s does not exist or is not a directory"
+                % (self.root, self.path("sys"))
+            )
+        if "numa" in parts or "pci" in parts:
+            # PCI locality falls back on NUMA CPU lists when numa_node is missing.
+            self.read_numa()
+        if "pci" in parts:
+            self.read_pci()
+        if "net" in parts or "bond" in parts or "vlan" in parts:
+            self.read_netdevs()
+        if "rdma" in parts:
+            self.read_rdma()
+        if "bond" in parts:
+            self.read_bonds()
+        if "vlan" in parts:
+            self.read_vlans()
+        return self.topo
+
+    # ---- NUMA ---------------------------------------------------------------------------
+    def read_numa(self):
+        base = self.path("sys/devices/system/node")
+        ids = []
+        for entry in self.listdir(base):
+            if entry.startswith("node") and entry[4:].isdigit():
+                ids.append(int(entry[4:]))
+        ids.sort()
+        for node_id in ids:
+            node_dir = os.path.join(base, "node%d" % node_id)
+            node = NumaNode(node_id=node_id)
+            cpulist = self.read(os.path.join(node_dir, "cpulist"))
+            cpus = parse_cpulist(cpulist)
+            if cpus is None:
+                cpus = parse_cpumask(self.read(os.path.join(node_dir, "cpumap")))
+            if cpus is None and cpulist is not None:
+                self.topo.warn("%s/cpulist: %r is not a CPU list" % (node_dir, cpulist[:40]))
+            node.cpus = format_cpulist(cpus) if cpus is not None else None
+            node.memory_bytes = self._node_memory(os.path.join(node_dir, "meminfo"))
+            distance = self.read(os.path.join(node_dir, "distance"))
+            if distance:
+                values = distance.split()
+                if len(values) == len(ids) and all(v.isdigit() for v in values):
+                    node.distances = dict(zip(ids, (int(v) for v in values)))
+                else:
+                    self.topo.warn("%s/distance: %r does not match the %d nodes" % (node_dir, distance[:60], len(ids)))
+            self.topo.numa[node_id] = node
+
+    def _node_memory(self, path):
+        text = self.read(path)
+        if not text:
+            return None
+        for line in text.splitlines():
+            fields = line.split()
+            # "Node 0 MemTotal:       16747124 kB"
+            if len(fields) >= 4 and fields[2] == "MemTotal:" and fields[3].isdigit():
+                return int(fields[3]) * 1024
+        self.topo.warn("%s: no MemTotal line" % path)
+        return None
+
+    # ---- PCI ----------------------------------------------------------------------------
+    def read_pci(self):
+        devices_root = self.path("sys/devices")
+        found = {}
+        # The device tree under /sys/devices/pciDDDD:BB holds the hierarchy.
+        for top in self.listdir(devices_root):
+            if _HOST_BRIDGE_RE.match(top):
+                self._walk_pci(os.path.join(devices_root, top), top.lower(), None, found)
+        # Devices only reachable through /sys/bus/pci/devices (captures without the tree).
+        bus = self.path("sys/bus/pci/devices")
+        flat = False
+        for entry in self.listdir(bus):
+            if not PCI_ADDRESS_RE.match(entry) or entry.lower() in found:
+                continue
+            target = os.path.join(bus, entry)
+            if os.path.isdir(target):
+                flat = True
+                found[entry.lower()] = (os.path.realpath(target), "unknown:" + entry.lower(), None)
+        if flat:
+            self.topo.warn("%s: PCI hierarchy not captured; parent chains and path types are approximate" % bus)
+        for address, (directory, host_bridge, parent) in sorted(found.items()):
+            self._pci_dirs[address] = directory
+            self.topo.pci[address] = self._read_pci_device(address, directory, host_bridge, parent)
+
+    def _walk_pci(self, directory, host_bridge, parent, found):
+        for entry in self.listdir(directory):
+            if not PCI_ADDRESS_RE.match(entry):
+                continue
+            child = os.path.join(directory, entry)
+            if os.path.islink(child) or not os.path.isdir(child):
+                continue
+            address = entry.lower()
+            found[address] = (child, host_bridge, parent)
+            self._walk_pci(child, host_bridge, address, found)
+
+    def _read_pci_device(self, address, directory, host_bridge, parent):
+        join = os.path.join
+        dev = PciDevice(address=address, host_bridge=host_bridge, parent=parent)
+        dev.class_code = self.read_int(join(directory, "class"), 16)
+        dev.vendor_id = self.read_int(join(directory, "vendor"), 16)
+        dev.device_id = self.read_int(join(directory, "device"), 16)
+        dev.subsystem_vendor_id = self.read_int(join(directory, "subsystem_vendor"), 16)
+        dev.subsystem_device_id = self.read_int(join(directory, "subsystem_device"), 16)
+        dev.driver = self.link_name(join(directory, "driver"))
+        numa = self.read(join(directory, "numa_node"))
+        if numa is not None:
+            try:
+                value = int(numa)
+                dev.numa_node = value if value >= 0 else None
+            except ValueError:
+                self.topo.warn("%s/numa_node: %r is not a number, ignored" % (directory, numa[:40]))
+        cpus = parse_cpulist(self.read(join(directory, "local_cpulist")))
+        if cpus is None:
+            cpus = parse_cpumask(self.read(join(directory, "local_cpus")))
+        dev.local_cpus = format_cpulist(cpus) if cpus else None
+        if numa is None and cpus and not os.path.lexists(join(directory, "numa_node")):
+            # No numa_node file at all (partial captures): the node whose CPUs hold the
+            # device's local CPUs, as hwloc does. A numa_node of -1 stays unknown.
+            dev.numa_node = self._node_of_cpus(set(cpus))
+            if dev.numa_node is not None:
+                self.topo.warn("%s/numa_node missing; NUMA node %d inferred from local_cpus"
+                               % (directory, dev.numa_node))
+        for prefix in ("current", "max"):
+            speed_text = self.read(join(directory, prefix + "_link_speed"))
+            width_text = self.read(join(directory, prefix + "_link_width"))
+            speed = parse_link_speed(speed_text)
+            width = parse_link_width(width_text)
+            if speed_text is not None and speed is None and not speed_text.lower().startswith("unknown"):
+                self.topo.warn("%s/%s_link_speed: %r not understood" % (directory, prefix, speed_text[:40]))
+            setattr(dev, prefix + "_gts", speed)
+            setattr(dev, prefix + "_width", width)
+        dev.has_rdma = os.path.isdir(join(directory, "infiniband"))
+        return dev
+
+    def _node_of_cpus(self, cpus):
+        matches = [node.node_id for node in self.topo.numa.values()
+                   if node.cpus and cpus <= set(parse_cpulist(node.cpus) or ())]
+        return matches[0] if len(matches) == 1 else None
+
+    # ---- network interfaces -----------------------------------------------------------
+    def read_netdevs(self):
+        class_net = self.path("sys/class/net")
+        for name in self.listdir(class_net):
+            entry = os.path.join(class_net, name)
+            self.topo.netdevs[name] = self._read_netdev(name, entry)
+        # Interfaces under a PCI function but missing from /sys/class/net (partial captures).
+        for directory in self._pci_dirs.values():
+            net_dir = os.path.join(directory, "net")
+            for name in self.listdir(net_dir):
+                if name not in self.topo.netdevs:
+                    self.topo.netdevs[name] = self._read_netdev(name, os.path.join(net_dir, name))
+
+    def _read_netdev(self, name, entry):
+        join = os.path.join
+        dev = NetDev(name=name)
+        target = os.path.realpath(entry)
+        exists = os.path.isdir(target)
+        parts = target.split(os.sep)
+        if len(parts) >= 3 and parts[-2] == "net" and PCI_ADDRESS_RE.match(parts[-3]):
+            dev.pci_address = parts[-3].lower()
+            dev.driver = self.link_name(join(os.path.dirname(os.path.dirname(target)), "driver"))
+        virtual = "virtual" in parts
+        if exists:
+            dev.mtu = self.read_int(join(target, "mtu"))
+            dev.operstate = self.read(join(target, "operstate"))
+            # carrier, speed and duplex fail with EINVAL while the interface is down.
+            carrier = self.read(join(target, "carrier"), quiet=True)
+            dev.carrier = {"1": True, "0": False}.get(carrier)
+            speed = self.read_int(join(target, "speed"), quiet=True)
+            dev.speed_mbps = speed if speed is not None and speed > 0 else None
+            duplex = self.read(join(target, "duplex"), quiet=True)
+            dev.duplex = duplex if duplex in ("full", "half") else None
+            mac = self.read(join(target, "address"))
+            dev.mac = mac or None
+            dev.dev_port = self.read_int(join(target, "dev_port"), quiet=True)
+            link_type = self.read_int(join(target, "type"))
+            uevent = self.read(join(target, "uevent")) or ""
+            devtype = ""
+            for line in uevent.splitlines():
+                if line.startswith("DEVTYPE="):
+                    devtype = line.split("=", 1)[1]
+            if os.path.isdir(join(target, "bonding")) or devtype == "bond":
+                dev.kind = "bond"
+            elif os.path.isdir(join(target, "bridge")) or devtype == "bridge":
+                dev.kind = "bridge"
+            elif devtype == "vlan":
+                dev.kind = "vlan"
+            elif link_type == ARPHRD_LOOPBACK:
+                dev.kind = "loopback"
+            elif link_type == ARPHRD_INFINIBAND:
+                dev.kind = "ipoib"
+            elif virtual or dev.pci_address is None:
+                dev.kind = "virtual"
+        else:
+            # A link into a part of sysfs that was not captured: all we know is the name.
+            dev.kind = "loopback" if name == "lo" else "virtual"
+            if virtual or dev.pci_address is None:
+                self.topo.warn("%s: interface details not available (link target not captured)" % entry)
+        return dev
+
+    # ---- RDMA -----------------------------------------------------------------------------
+    def read_rdma(self):
+        class_ib = self.path("sys/class/infiniband")
+        for name in self.listdir(class_ib):
+            target = os.path.realpath(os.path.join(class_ib, name))
+            rdma = RdmaDevice(name=name)
+            parts = target.split(os.sep)
+            if len(parts) >= 3 and parts[-2] == "infiniband" and PCI_ADDRESS_RE.match(parts[-3]):
+                rdma.pci_address = parts[-3].lower()
+                for netdev in self.topo.netdevs.values():
+                    if netdev.pci_address == rdma.pci_address:
+                        rdma.netdevs.append(netdev.name)
+            ports_dir = os.path.join(target, "ports")
+            for port_name in self.listdir(ports_dir):
+                if port_name.isdigit():
+                    rdma.ports.append(self._read_rdma_port(rdma, int(port_name), os.path.join(ports_dir, port_name)))
+            if not os.path.isdir(target):
+                self.topo.warn("%s: RDMA device details not available (link target not captured)"
+                               % os.path.join(class_ib, name))
+            self.topo.rdma[name] = rdma
+
+    def _read_rdma_port(self, rdma, number, directory):
+        join = os.path.join
+        port = RdmaPort(port=number)
+        state = self.read(join(directory, "state"))
+        if state:
+            port.state = state.split(":", 1)[-1].strip() or None
+        rate = self.read(join(directory, "rate"))
+        port.rate = rate
+        if rate:
+            head = rate.split()[0]
+            try:
+                port.rate_gbps = float(head)
+            except ValueError:
+                self.topo.warn("%s/rate: %r not understood" % (directory, rate[:40]))
+        port.link_layer = self.read(join(directory, "link_layer"))
+        for index_name in self.listdir(join(directory, "gids")):
+            if not index_name.isdigit():
+                continue
+            gid = self.read(join(directory, "gids", index_name), quiet=True)
+            # Unused table entries are all zeros (RoCE) or the subnet prefix with a zero
+            # interface id (InfiniBand).
+            if not gid or gid.split(":")[4:] == ["0000"] * 4:
+                continue
+            entry = GidEntry(index=int(index_name), gid=gid)
+            entry.gid_type = self.read(join(directory, "gid_attrs", "types", index_name), quiet=True)
+            entry.netdev = self.read(join(directory, "gid_attrs", "ndevs", index_name), quiet=True)
+            entry.ipv4 = ipv4_from_gid(gid)
+            port.gids.append(entry)
+        port.netdev = next((g.netdev for g in port.gids if g.netdev), None)
+        if port.netdev is None:
+            candidates = [self.topo.netdevs[n] for n in rdma.netdevs if n in self.topo.netdevs]
+            by_port = [n for n in candidates if n.dev_port is not None and n.dev_port == number - 1]
+            if by_port:
+                port.netdev = by_port[0].name
+            elif len(candidates) == 1:
+                port.netdev = candidates[0].name
+        if port.link_layer == "Ethernet" and port.netdev in self.topo.netdevs:
+            port.active_mtu = roce_active_mtu(self.topo.netdevs[port.netdev].mtu)
+        return port
+
+    # ---- bonds and VLANs ----------------------------------------------------------------
+    def read_bonds(self):
+        names = set(n for n, d in self.topo.netdevs.items() if d.kind == "bond")
+        names.update(self.listdir(self.path("proc/net/bonding")))
+        for name in sorted(names):
+            text = self.read(self.path("proc/net/bonding", name))
+            bond = parse_proc_bonding(name, text) if text else Bond(name=name)
+            self._bond_sysfs(bond)
+            self.topo.bonds[name] = bond
+            if name in self.topo.netdevs:
+                self.topo.netdevs[name].kind = "bond"
+
+    def _bond_sysfs(self, bond):
+        base = self.path("sys/class/net", bond.name, "bonding")
+        if not os.path.isdir(base):
+            return
+        bond.mode = bond.mode or _first_word(self.read(os.path.join(base, "mode")))
+        bond.xmit_hash_policy = bond.xmit_hash_policy or _first_word(self.read(os.path.join(base, "xmit_hash_policy")))
+        bond.lacp_rate = bond.lacp_rate or _first_word(self.read(os.path.join(base, "lacp_rate")))
+        if bond.miimon is None:
+            bond.miimon = self.read_int(os.path.join(base, "miimon"))
+        if not bond.members:
+            for member in (self.read(os.path.join(base, "slaves")) or "").split():
+                bond.members.append(BondMember(name=member))
+
+    def read_vlans(self):
+        text = self.read(self.path("proc/net/vlan/config"), quiet=True)
+        if text:
+            for line in text.splitlines():
+                fields = [f.strip() for f in line.split("|")]
+                if len(fields) == 3 and fields[1].isdigit():
+                    self.topo.vlans[fields[0]] = Vlan(name=fields[0], vlan_id=int(fields[1]), parent=fields[2])
+        for name, dev in self.topo.netdevs.items():
+            if name in self.topo.vlans:
+                dev.kind = "vlan"
+                continue
+            parent, dot, vid = name.rpartition(".")
+            if dev.kind in ("virtual", "vlan") and dot and vid.isdigit() and parent in self.topo.netdevs:
+                self.topo.vlans[name] = Vlan(name=name, vlan_id=int(vid), parent=parent, source="name")
+                dev.kind = "vlan"
+                self.topo.warn("%s: VLAN id and parent inferred from the name (no /proc/net/vlan/config entry)" % name)
+
+
+def ipv4_from_gid(gid):
+    """The IPv4 address in an IPv4-mapped GID (``::ffff:a.b.c.d``), else None."""
+    groups = gid.strip().lower().split(":")
+    if len(groups) != 8 or any(len(g) != 4 for g in groups):
+        return None
+    if groups[:5] != ["0000"] * 5 or groups[5] != "ffff":
+        return None
+    try:
+        high, low = int(groups[6], 16), int(groups[7], 16)
+    except ValueError:
+        return None
+    return "%d.%d.%d.%d" % (high >> 8, high & 0xFF, low >> 8, low & 0xFF)
+
+
+def roce_active_mtu(netdev_mtu):
+    """IB MTU a RoCE port runs at for a netdev MTU (the kernel's iboe_get_mtu)."""
+    if netdev_mtu is None:
+        return None
+    payload = netdev_mtu - ROCE_HEADER_BYTES
+    for mtu in IB_MTUS:
+        if payload >= mtu:
+            return mtu
+    return None
+
+
+def parse_proc_bonding(name, text):
+    """Parse /proc/net/bonding/<bond> (the bonding driver's status page)."""
+    bond = Bond(name=name)
+    member = None
+    section = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        key, sep, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if key == "Slave Interface":
+            member = BondMember(name=value)
+            bond.members.append(member)
+            section = "member"
+            continue
+        if line.startswith("details partner lacp pdu"):
+            section = "partner"
+            continue
+        if line.startswith("details actor lacp pdu"):
+            section = "actor"
+            continue
+        if line.startswith("Active Aggregator Info"):
+            section = "active"
+            continue
+        if not sep:
+            continue
+        if member is None:
+            if key == "Bonding Mode":
+                bond.mode = BOND_MODE_NAMES.get(value.lower(), value)
+            elif key == "Transmit Hash Policy":
+                bond.xmit_hash_policy = value.split()[0] if value else None
+            elif key == "MII Status":
+                bond.mii_status = value
+            elif key == "MII Polling Interval (ms)":
+                bond.miimon = _int_or_none(value)
+            elif key == "LACP rate":
+                bond.lacp_rate = value
+            elif section == "active" and key == "Aggregator ID":
+                bond.active_aggregator_id = _int_or_none(value)
+            elif section == "active" and key == "Partner Mac Address":
+                bond.partner_mac = value.lower()
+            continue
+        if section == "partner":
+            if key == "system mac address":
+                member.partner_mac = value.lower()
+            continue
+        if section == "actor":
+            continue
+        if key == "MII Status":
+            member.mii_status = value
+        elif key == "Speed":
+            speed = _int_or_none(value.split()[0]) if value else None
+            member.speed_mbps = speed if speed and speed > 0 else None
+        elif key == "Duplex":
+            member.duplex = value if value in ("full", "half") else None
+        elif key == "Aggregator ID":
+            member.aggregator_id = _int_or_none(value)
+        elif key == "Link Failure Count":
+            member.link_failure_count = _int_or_none(value)
+    return bond
+
+
+def _int_or_none(text):
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _first_word(text):
+    """``"802.3ad 4"`` -> ``"802.3ad"`` (sysfs bonding files append the numeric value)."""
+    return text.split()[0] if text else None

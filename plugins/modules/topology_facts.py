@@ -1,0 +1,275 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: topology_facts
+short_description: Gather the PCIe, NUMA, GPU, NIC, RDMA, bond and VLAN layout of a GPU node
+version_added: 0.1.0
+description:
+  - Reads one node's topology and returns it as C(ansible_facts.gpuops_fabric), the model every other part of the
+    collection (network, NCCL, validation, reports) consumes.
+  - The default source is sysfs and procfs of the managed node. Only files are read; no C(lspci) or other tool is
+    started, so fact gathering cannot hang on broken hardware.
+  - A captured sysfs tree (O(root)), an hwloc XML file (C(lstopo --of xml)) or an NCCL topology XML file can stand
+    in for a machine, which is how the demo inventory, offline audits of a server model and the tests work.
+  - Values the kernel reports as unknown (C(-1), C(Unknown), missing files, garbage) become C(null) and, where
+    unexpected, a line in C(warnings). Input that cannot be read at all fails with a message that names the path.
+author:
+  - gpuops.fabric contributors
+extends_documentation_fragment:
+  - gpuops.fabric.attributes
+  - gpuops.fabric.attributes.facts
+  - gpuops.fabric.attributes.info_module
+  - gpuops.fabric.attributes.actiongroup
+options:
+  gather_subset:
+    description:
+      - Which parts to gather. C(all) gathers everything; C(min) is C(numa).
+      - Prefix a name with C(!) to leave it out, for example C(['all', '!paths']). A list of exclusions only starts
+        from C(all). C(min) is always gathered unless C(!min) is given.
+      - C(paths) are GPU/accelerator to NIC and GPU to GPU paths with their type as C(nvidia-smi topo -m) names it.
+    type: list
+    elements: str
+    default: [all]
+  source:
+    description:
+      - Where the topology comes from.
+      - C(sysfs) reads C(/sys) and C(/proc) below O(root).
+      - C(hwloc_xml) reads O(path), written by C(lstopo --of xml). hwloc records only the usable bandwidth of the
+        current link, so link generation and width stay C(null) and the bandwidth is reported with basis C(hwloc).
+      - C(nccl_xml) reads O(path), an NCCL or RCCL topology dump (C(NCCL_TOPO_DUMP_FILE)). NCCL records each
+        device's maximum link, so current links stay C(null).
+    type: str
+    choices: [sysfs, hwloc_xml, nccl_xml]
+    default: sysfs
+  root:
+    description:
+      - Directory holding C(sys/) (and optionally C(proc/)) of the machine to read, for example an extracted
+        C(hwloc-gather-topology) capture. Only used with O(source=sysfs).
+    type: path
+    default: /
+  path:
+    description:
+      - The XML file to read. Required with O(source=hwloc_xml) and O(source=nccl_xml).
+    type: path
+  nvml:
+    description:
+      - Whether to ask NVIDIA's NVML (the C(pynvml) module of C(nvidia-ml-py)) for GPU details. NVML gives the name,
+        UUID, the maximum link generation the GPU and slot support, and the performance state, so a GPU whose link
+        dropped to Gen1 at idle is reported as C(idle), not C(degraded).
+      - C(auto) uses NVML when the live machine has NVIDIA GPUs and says in C(nvml.reason) why it did not.
+      - C(yes) fails when NVML cannot be used. C(no) never loads it.
+      - NVML is never used for captures (O(root) other than C(/), or an XML source).
+    type: str
+    choices: [auto, "yes", "no"]
+    default: auto
+requirements:
+  - The C(pynvml) Python module (C(pip install nvidia-ml-py)) on the managed node for NVML details; optional.
+notes:
+  - Path types follow C(nvidia-smi topo -m) and NCCL. C(PIX) at most one PCIe switch, C(PXB) several switches
+    without the host bridge, C(PHB) through a PCIe host bridge (the CPU), C(NODE) between host bridges within a
+    NUMA node, C(SYS) across the inter-socket link. When either end has no NUMA node (firmware reported C(-1)) and
+    the devices sit under different host bridges, the type is C(null).
+  - PCIe bandwidth is per direction after line coding (8b/10b for Gen1-2, 128b/130b for Gen3-5, 242/256 FLIT
+    efficiency for Gen6-7), for example 15.754 GB/s for Gen3 x16 and 63.015 GB/s for Gen5 x16.
+seealso:
+  - name: nvidia-smi topo
+    description: The path names used here.
+    link: https://docs.nvidia.com/deploy/nvidia-smi/index.html
+  - name: hwloc lstopo
+    description: The XML format read with O(source=hwloc_xml).
+    link: https://www.open-mpi.org/projects/hwloc/doc/
+"""
+
+EXAMPLES = r"""
+- name: Gather the topology of the node
+  gpuops.fabric.topology_facts:
+
+- name: Only NUMA and GPUs, without NVML
+  gpuops.fabric.topology_facts:
+    gather_subset: [gpu]
+    nvml: "no"
+
+- name: Read a captured sysfs tree on the controller
+  gpuops.fabric.topology_facts:
+    root: /srv/captures/node017
+  delegate_to: localhost
+
+- name: Read the hwloc XML of a server model before buying it
+  gpuops.fabric.topology_facts:
+    source: hwloc_xml
+    path: /srv/captures/candidate.xml
+  delegate_to: localhost
+
+- name: Show each GPU's nearest NIC
+  ansible.builtin.debug:
+    msg: "{{ item.address }} -> {{ item.nearest_nics | map(attribute='nic_names') | list }}"
+  loop: "{{ ansible_facts.gpuops_fabric.gpus }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    gpuops_fabric:
+      description: The node's topology. Lists are sorted by PCI address or name; unknown values are C(null).
+      returned: always
+      type: dict
+      contains:
+        schema_version:
+          description: Version of this fact layout; incremented on incompatible change.
+          type: int
+          returned: always
+          sample: 1
+        source:
+          description: Where the facts came from (V(sysfs), V(hwloc_xml), V(nccl_xml)).
+          type: str
+          returned: always
+        gather_subset:
+          description: The subsets gathered, after expanding C(all), C(min) and exclusions.
+          type: list
+          elements: str
+          returned: always
+          sample: [numa, pci, gpu, nic, rdma, bond, vlan, paths]
+        nvml:
+          description: Whether NVML was used (C(status) V(used), V(unavailable) or V(not_used)), why not (C(reason)),
+            and the driver version.
+          type: dict
+          returned: always
+          sample: {status: unavailable, reason: "NVML could not start: Driver Not Loaded", driver_version: null}
+        warnings:
+          description: Odd input that was read as C(null), one line each, naming the file.
+          type: list
+          elements: str
+          returned: always
+        numa:
+          description: NUMA nodes with C(id), C(cpus) (cpulist; empty for memory-only nodes such as GPU memory),
+            C(cpu_count), C(has_cpus), C(memory_bytes) and C(distances) (node id as string to distance);
+            and C(count).
+          type: dict
+          returned: when numa is gathered
+          sample: {count: 2, nodes: [{id: 0, cpus: "0-7", cpu_count: 8, has_cpus: true,
+                   memory_bytes: 17149054976, distances: {"0": 10, "1": 21}}]}
+        pci:
+          description:
+            - PCI functions with C(address) (dddd:bb:dd.f), C(class), C(vendor_id), C(device_id), subsystem ids,
+              C(name) (hwloc only), C(kind), C(driver), C(numa_node) (C(null) when the firmware says C(-1)),
+              C(local_cpus), C(link), C(parent), C(chain) (bridges up to the root port) and C(host_bridge).
+            - C(kind) is one of V(gpu), V(accelerator), V(nic), V(rdma), V(nvme), V(root_port), V(switch_upstream),
+              V(switch_downstream), V(other_bridge), V(other).
+            - C(link) has C(current) and C(max), each with C(speed_gts), C(generation), C(width) and C(gbytes_per_s)
+              (usable, one direction).
+          type: list
+          elements: dict
+          returned: when pci is gathered
+        gpus:
+          description:
+            - GPUs and accelerators with C(index), C(address), C(kind), C(vendor), ids, C(name), C(driver),
+              C(numa_node), C(local_cpus), C(link), C(nvml) (details from NVML or C(null)), C(facts_from)
+              (V(nvml) or the source), and C(nearest_nics) (list of C(nic), C(nic_names), C(type)).
+            - C(link_state) is V(ok), V(degraded) (width below maximum, or generation below maximum while NVML says
+              the GPU is busy), V(idle) (generation below maximum while idle or without NVML; cannot judge) or
+              V(unknown); C(link_state_reason) says why.
+          type: list
+          elements: dict
+          returned: when gpu is gathered
+        nics:
+          description:
+            - Network interfaces with C(name), C(kind) (V(physical), V(bond), V(vlan), V(bridge), V(ipoib),
+              V(loopback), V(virtual)), C(address), C(card) (dddd:bb:dd), C(ports_on_card), C(driver),
+              C(speed_mbps) (C(null) when the kernel says C(-1)), C(duplex), C(mtu), C(operstate), C(carrier),
+              C(mac), C(numa_node), C(pci_link), C(rdma_devices), C(bond_master) and C(vlan).
+          type: list
+          elements: dict
+          returned: when nic is gathered
+        rdma:
+          description:
+            - RDMA devices under C(/sys/class/infiniband) with C(name), C(address), C(numa_node), C(netdevs) and
+              C(ports). Each port has C(port), C(state), C(rate), C(rate_gbps), C(link_layer) (V(InfiniBand) or
+              V(Ethernet)), C(active_mtu), C(netdev), C(gids), and C(roce_v2_gid_index) with C(roce_v2_ipv4): the
+              RoCE v2 GID that carries the port's IPv4 address, the one NCCL_IB_GID_INDEX should name.
+            - C(active_mtu) is derived from the netdev MTU for RoCE ports (as the kernel does); sysfs does not
+              expose it for InfiniBand ports, where it is C(null).
+          type: list
+          elements: dict
+          returned: when rdma is gathered
+        bonds:
+          description:
+            - Bonds with C(name), C(mode) (kernel name, for example V(802.3ad)), C(miimon), C(xmit_hash_policy),
+              C(lacp_rate), C(mii_status), C(mtu), C(active_aggregator_id), C(partner_mac) and C(members).
+            - Each member has C(name), C(mii_status), C(speed_mbps), C(duplex), C(aggregator_id), C(partner_mac),
+              C(has_partner) (C(false) when the partner MAC is all zeros, that is, no LACP partner) and
+              C(link_failure_count).
+          type: list
+          elements: dict
+          returned: when bond is gathered
+        vlans:
+          description: VLAN interfaces with C(name), C(id), C(parent), C(mtu) and C(source) (V(kernel) from
+            C(/proc/net/vlan/config), or V(name) when inferred from a C(parent.id) name).
+          type: list
+          elements: dict
+          returned: when vlan is gathered
+        paths:
+          description:
+            - C(gpu_nic) (one entry per GPU and NIC PCI function) and C(gpu_gpu) (one per GPU pair), each with
+              C(type) (V(PIX), V(PXB), V(PHB), V(NODE), V(SYS) or C(null) when locality is unknown),
+              C(common_bridge), C(links) (each link on the path with C(device), C(gbytes_per_s), C(generation),
+              C(width) and C(basis) V(current), V(hwloc) or V(max)), C(bottleneck_gbytes_per_s) and
+              C(bottleneck_device).
+            - C(nearest_nics) maps each GPU address to its closest NIC functions.
+          type: dict
+          returned: when paths is gathered
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._errors import TopologyError
+from ansible_collections.gpuops.fabric.plugins.module_utils._facts import SOURCES, gather
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            gather_subset=dict(type="list", elements="str", default=["all"]),
+            source=dict(type="str", choices=list(SOURCES), default="sysfs"),
+            root=dict(type="path", default="/"),
+            path=dict(type="path"),
+            nvml=dict(type="str", choices=["auto", "yes", "no"], default="auto"),
+        ),
+        required_if=[
+            ("source", "hwloc_xml", ("path",)),
+            ("source", "nccl_xml", ("path",)),
+        ],
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params["source"] == "sysfs" and params["path"]:
+        module.fail_json(msg="path: %r is only used with source hwloc_xml or nccl_xml; use root for a sysfs tree"
+                         % params["path"])
+    try:
+        facts = gather(
+            source=params["source"],
+            root=params["root"],
+            path=params["path"],
+            gather_subset=params["gather_subset"],
+            nvml=params["nvml"],
+        )
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    except TopologyError as exc:
+        module.fail_json(msg=str(exc))
+    facts["root"] = params["root"] if params["source"] == "sysfs" else None
+    facts["path"] = params["path"]
+    module.exit_json(changed=False, ansible_facts={"gpuops_fabric": facts})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Install what the collection, its demo and its tests need on Debian/Ubuntu with Python 3.11:
+# system packages (as root, via apt) and a virtual environment in .venv. Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(hwloc python3-venv git)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  echo "setup: installing ${missing[*]} with apt" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}
+if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) else 1)'; then
+  echo "setup: Python 3.11 or newer is needed, found $("$PYTHON" --version 2>&1)" >&2
+  exit 1
+fi
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+stamp=.venv/.requirements-$(cat requirements.txt tests/requirements.txt | sha256sum | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -r requirements.txt -r tests/requirements.txt
+  rm -f .venv/.requirements-*
+  touch "$stamp"
+fi
+.venv/bin/python scripts/fixtures.py .cache/fixtures
+
+# The collection as Ansible sees it once installed: build the tarball and install it.
+rm -f .cache/gpuops-fabric-*.tar.gz
+.venv/bin/ansible-galaxy collection build --force --output-path .cache . >/dev/null
+.venv/bin/ansible-galaxy collection install --force -p .cache/collections .cache/gpuops-fabric-*.tar.gz >/dev/null

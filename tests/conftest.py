@@ -1,0 +1,80 @@
+"""Shared test set-up: import the collection as ansible_collections.gpuops.fabric and prepare fixtures."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REALDATA = os.path.join(REPO, "tests", "fixtures", "realdata")
+
+
+def _collection_root():
+    """A directory holding ansible_collections/gpuops/fabric -> this checkout (unless already inside one)."""
+    parts = REPO.split(os.sep)
+    if parts[-3:] == ["ansible_collections", "gpuops", "fabric"]:
+        return os.sep.join(parts[:-3])
+    base = os.path.join(tempfile.gettempdir(), "gpuops-fabric-tests-%d" % os.getuid())
+    link = os.path.join(base, "ansible_collections", "gpuops", "fabric")
+    if os.path.realpath(link) != REPO:
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(REPO, link)
+    return base
+
+
+COLLECTIONS_ROOT = _collection_root()
+if COLLECTIONS_ROOT not in sys.path:
+    sys.path.insert(0, COLLECTIONS_ROOT)
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+
+import fixtures as _fixtures  # noqa: E402  (scripts/fixtures.py)
+
+
+@pytest.fixture(scope="session")
+def roots():
+    """{name: sysfs root} for every captured sysfs tree and the hand-written nodes."""
+    return _fixtures.prepare(os.path.join(REPO, ".cache", "fixtures"))
+
+
+@pytest.fixture(scope="session")
+def realdata():
+    def path(name, filename):
+        return os.path.join(REALDATA, name, filename)
+    return path
+
+
+@pytest.fixture(scope="session")
+def ansible_env(tmp_path_factory):
+    """Environment for ansible CLI runs against the collection as installed from its built tarball."""
+    bindir = os.path.dirname(sys.executable)
+    work = tmp_path_factory.mktemp("collection")
+    subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "build", "--output-path", str(work), REPO],
+                   check=True, capture_output=True)
+    tarball = [f for f in os.listdir(work) if f.endswith(".tar.gz")][0]
+    install = work / "collections"
+    subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "install", "-p", str(install),
+                    str(work / tarball)], check=True, capture_output=True)
+    env = dict(os.environ)
+    env.update({
+        "ANSIBLE_COLLECTIONS_PATH": str(install),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_FORCE_COLOR": "0",
+        "ANSIBLE_LOCALHOST_WARNING": "0",
+        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
+        "PATH": bindir + os.pathsep + env.get("PATH", ""),
+    })
+    env["GPUOPS_TARBALL"] = str(work / tarball)
+    env["GPUOPS_INSTALLED"] = str(install / "ansible_collections" / "gpuops" / "fabric")
+    return env
+
+
+def require_tool(name):
+    """Tests that need a system tool fail (not skip) when it is missing: the set-up installs it."""
+    path = shutil.which(name)
+    assert path, "%s is not installed; scripts/setup.sh installs it" % name
+    return path

@@ -1,0 +1,22 @@
+from ansible_collections.gpuops.fabric.plugins.module_utils._cpulist import (
+    format_cpulist,
+    parse_cpulist,
+    parse_cpumask,
+)
+
+
+def test_cpulist_round_trip():
+    assert parse_cpulist("0-3,8,10-11") == [0, 1, 2, 3, 8, 10, 11]
+    assert format_cpulist([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
+    assert parse_cpulist("") == []
+    assert parse_cpulist("3-1") is None
+    assert parse_cpulist("a-b") is None
+    assert parse_cpulist("1,,2") is None
+
+
+def test_cpumask_words():
+    # Kernel masks are 32-bit words, most significant first, comma separated.
+    assert parse_cpumask("00000000,000000ff") == list(range(8))
+    assert parse_cpumask("00000001,00000000") == [32]
+    assert parse_cpumask("0x0000ff00") == list(range(8, 16))
+    assert parse_cpumask("zz") is None
