@@ -34,18 +34,24 @@ def parse_cpulist(text):
 
 
 def parse_cpumask(text):
-    """Kernel hex mask, 32-bit words separated by commas -> sorted CPU list; junk -> None."""
+    """A CPU mask -> sorted CPU list; junk -> None.
+
+    Accepts the kernel's form (32-bit hex words, most significant first, comma separated) and
+    hwloc's (each word may carry ``0x`` and may be shortened, and an empty word stands for zero).
+    """
     if text is None:
         return None
-    text = text.strip().replace(",", "")
-    if text.startswith("0x"):
-        text = text[2:]
-    if not text:
+    words = text.strip().split(",")
+    if not any(word.strip() for word in words):
         return None
-    try:
-        value = int(text, 16)
-    except ValueError:
-        return None
+    value = 0
+    for word in words:
+        word = word.strip().lower()
+        if word.startswith("0x"):
+            word = word[2:]
+        if len(word) > 8 or (word and not all(c in "0123456789abcdef" for c in word)):
+            return None
+        value = (value << 32) | (int(word, 16) if word else 0)
     cpus = []
     bit = 0
     while value:

@@ -70,12 +70,12 @@ def _hex_or_none(text):
 def _mask_to_cpus(mask):
     if not mask:
         return None
-    return parse_cpumask(mask.replace("0x", ""))
+    return parse_cpumask(mask)
 
 
-def _single_node(nodeset):
-    nodes = _mask_to_cpus(nodeset)
-    return nodes[0] if nodes is not None and len(nodes) == 1 else None
+def _single_node(nodeset, ignore=()):
+    nodes = [n for n in (_mask_to_cpus(nodeset) or []) if n not in ignore]
+    return nodes[0] if len(nodes) == 1 else None
 
 
 # ---- hwloc ------------------------------------------------------------------------------------
@@ -86,7 +86,11 @@ def read_hwloc_xml(path):
     bitflag_osdev = version.split(".")[0] not in ("1", "2")
     if version.startswith("1."):
         topo.warn("%s: hwloc XML format %s (hwloc 1.x) is read on a best-effort basis" % (path, version))
-    state = {"host_bridges": 0}
+    # Memory-only nodes (GPU memory, HBM: they carry a subtype) sit in the nodesets of the
+    # packages they are attached to; they say nothing about where a PCI device is.
+    memory_only = set(int(o.get("os_index")) for o in root.iter("object")
+                      if o.get("type") == "NUMANode" and o.get("subtype") and (o.get("os_index") or "").isdigit())
+    state = {"host_bridges": 0, "memory_only": memory_only}
     for child in root:
         if child.tag == "object":
             _hwloc_walk(topo, child, None, None, None, bitflag_osdev, state, path)
@@ -111,7 +115,8 @@ def _hwloc_walk(topo, obj, locality, host_bridge, parent_pci, bitflag_osdev, sta
             if address is None:
                 topo.warn("%s: PCI object with pci_busid %r ignored" % (path, busid))
                 return
-            dev = _hwloc_pci_device(topo, obj, address, locality, host_bridge, parent_pci, path)
+            dev = _hwloc_pci_device(topo, obj, address, locality, host_bridge, parent_pci, path,
+                                    state["memory_only"])
             topo.pci[address] = dev
             parent_pci = address
     elif kind == "OSDev":
@@ -126,7 +131,7 @@ def _hwloc_walk(topo, obj, locality, host_bridge, parent_pci, bitflag_osdev, sta
             _hwloc_walk(topo, child, locality, host_bridge, parent_pci, bitflag_osdev, state, path)
 
 
-def _hwloc_pci_device(topo, obj, address, locality, host_bridge, parent_pci, path):
+def _hwloc_pci_device(topo, obj, address, locality, host_bridge, parent_pci, path, memory_only):
     dev = PciDevice(address=address, host_bridge=host_bridge or "hostbridge:unknown", parent=parent_pci)
     fields = (obj.get("pci_type") or "").replace("[", " ").replace("]", " ").replace(":", " ").split()
     # "0200 [8086:1521] [1028:0000] 01" -> class, vendor, device, subvendor, subdevice, revision
@@ -143,7 +148,7 @@ def _hwloc_pci_device(topo, obj, address, locality, host_bridge, parent_pci, pat
         speed = 0.0
     dev.current_gbytes_hint = speed if speed > 0 else None
     if locality is not None:
-        dev.numa_node = _single_node(locality[0])
+        dev.numa_node = _single_node(locality[0], memory_only)
         cpus = _mask_to_cpus(locality[1])
         dev.local_cpus = format_cpulist(cpus) if cpus else None
     for info in obj.findall("info"):
@@ -186,7 +191,9 @@ def _hwloc_numa(topo, obj):
     node_id = obj.get("os_index")
     if node_id is None or not node_id.isdigit():
         return
-    cpus = _mask_to_cpus(obj.get("cpuset"))
+    # hwloc gives memory-only nodes (GPU memory, HBM, CXL: those with a subtype) the cpuset of
+    # the CPUs they are local to; the kernel lists no CPUs in them.
+    cpus = [] if obj.get("subtype") else _mask_to_cpus(obj.get("cpuset"))
     memory = obj.get("local_memory")
     topo.numa[int(node_id)] = NumaNode(
         node_id=int(node_id),
@@ -227,7 +234,7 @@ def read_nccl_xml(path):
     for cpu in root.findall("cpu"):
         numaid = cpu.get("numaid")
         node_id = int(numaid) if numaid is not None and numaid.lstrip("-").isdigit() and int(numaid) >= 0 else None
-        cpus = _mask_to_cpus((cpu.get("affinity") or "").replace(",", ""))
+        cpus = _mask_to_cpus(cpu.get("affinity"))
         if node_id is not None:
             topo.numa[node_id] = NumaNode(node_id=node_id, cpus=format_cpulist(cpus) if cpus is not None else None)
         context = {

@@ -20,3 +20,11 @@ def test_cpumask_words():
     assert parse_cpumask("00000001,00000000") == [32]
     assert parse_cpumask("0x0000ff00") == list(range(8, 16))
     assert parse_cpumask("zz") is None
+
+
+def test_hwloc_bitmap_form():
+    # hwloc shortens words and writes an all-zero word as nothing.
+    assert parse_cpumask("0x00000001,,0x0") == [64]
+    assert parse_cpumask("0xff,0xffffffff") == list(range(40))
+    assert parse_cpumask("0x123456789") is None
+    assert parse_cpumask(",") is None
