@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Prepare the machine fixtures the demo, tests and benchmarks read, under one directory.
 
 Captured sysfs tarballs (tests/fixtures/realdata/*/*.tar.*) are extracted, and the hand-written

@@ -11,7 +11,7 @@ name: pcie_bandwidth
 short_description: Usable one-direction bandwidth of a PCIe link in GB/s
 version_added: 0.1.0
 author:
-  - gpuops.fabric contributors
+  - gpuops.fabric maintainers (@gpuops)
 description:
   - Returns the usable bandwidth of a PCIe link in one direction, in GB/s (10^9 bytes per second), after line coding.
   - Gen1 and Gen2 use 8b/10b, Gen3 to Gen5 128b/130b; Gen6 and Gen7 run in FLIT mode, where 242 of every 256 bytes

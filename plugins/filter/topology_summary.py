@@ -11,7 +11,7 @@ name: topology_summary
 short_description: A few human-readable lines about a node's gpuops_fabric facts
 version_added: 0.1.0
 author:
-  - gpuops.fabric contributors
+  - gpuops.fabric maintainers (@gpuops)
 description:
   - Turns C(ansible_facts.gpuops_fabric) (from M(gpuops.fabric.topology_facts)) into short lines for a console
     summary. NUMA nodes, GPUs with their link and nearest NIC, physical NICs with speed, MTU and NUMA node,

@@ -159,7 +159,7 @@ def pci_path(topo, a, b):
     dev_a, dev_b = topo.pci[a], topo.pci[b]
     if common is not None:
         seg_a, seg_b = up_a[:up_a.index(common)], up_b[:up_b.index(common)]
-        bridges = [x for x in seg_a[1:] + seg_b[1:]]
+        bridges = seg_a[1:] + seg_b[1:]
         if common not in (a, b):
             bridges.append(common)
         switches = set(_switch_id(topo, x) for x in bridges)

@@ -34,8 +34,8 @@ def summarize(facts):
     if numa is not None:
         nodes = numa.get("nodes", [])
         cpuless = [str(n["id"]) for n in nodes if n.get("has_cpus") is False]
-        lines.append("NUMA: %d node(s)%s" % (numa.get("count", 0),
-                                            " (CPU-less: %s)" % ",".join(cpuless) if cpuless else ""))
+        note = " (CPU-less: %s)" % ",".join(cpuless) if cpuless else ""
+        lines.append("NUMA: %d node(s)%s" % (numa.get("count", 0), note))
     for gpu in facts.get("gpus", []) or []:
         nearest = gpu.get("nearest_nics") or []
         near = ", ".join("%s %s" % ("/".join(n["nic_names"]) or n["nic"], n["type"] or "locality unknown")

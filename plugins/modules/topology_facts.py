@@ -21,7 +21,7 @@ description:
   - Values the kernel reports as unknown (C(-1), C(Unknown), missing files, garbage) become C(null) and, where
     unexpected, a line in C(warnings). Input that cannot be read at all fails with a message that names the path.
 author:
-  - gpuops.fabric contributors
+  - gpuops.fabric maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.fabric.attributes
   - gpuops.fabric.attributes.facts
@@ -194,7 +194,7 @@ ansible_facts:
           description:
             - RDMA devices under C(/sys/class/infiniband) with C(name), C(address), C(numa_node), C(netdevs) and
               C(ports). Each port has C(port), C(state), C(rate), C(rate_gbps), C(link_layer) (V(InfiniBand) or
-              V(Ethernet)), C(active_mtu), C(netdev), C(gids), and C(roce_v2_gid_index) with C(roce_v2_ipv4): the
+              V(Ethernet)), C(active_mtu), C(netdev), C(gids), and C(roce_v2_gid_index) with C(roce_v2_ipv4), the
               RoCE v2 GID that carries the port's IPv4 address, the one NCCL_IB_GID_INDEX should name.
             - C(active_mtu) is derived from the netdev MTU for RoCE ports (as the kernel does); sysfs does not
               expose it for InfiniBand ports, where it is C(null).
