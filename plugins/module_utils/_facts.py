@@ -150,10 +150,29 @@ def _switch_id(topo, address):
     return address
 
 
-def pci_path(topo, a, b):
+class _PathCache:
+    """Ancestors and link-above per device, computed once for all pairs of one topology."""
+
+    def __init__(self, topo):
+        self.topo = topo
+        self._up = {}
+        self._link = {}
+
+    def up(self, address):
+        if address not in self._up:
+            self._up[address] = [address] + self.topo.ancestors(address)
+        return self._up[address]
+
+    def link(self, address):
+        if address not in self._link:
+            self._link[address] = _link_above(self.topo, address)
+        return self._link[address]
+
+
+def pci_path(topo, a, b, cache=None):
     """Path type (as ``nvidia-smi topo -m`` names it), links and bottleneck between two devices."""
-    up_a = [a] + topo.ancestors(a)
-    up_b = [b] + topo.ancestors(b)
+    cache = cache or _PathCache(topo)
+    up_a, up_b = cache.up(a), cache.up(b)
     in_b = set(up_b)
     common = next((x for x in up_a if x in in_b), None)
     dev_a, dev_b = topo.pci[a], topo.pci[b]
@@ -173,7 +192,7 @@ def pci_path(topo, a, b):
             path_type = "NODE" if dev_a.numa_node == dev_b.numa_node else "SYS"
         else:
             path_type = None  # locality unknown: the firmware gave no NUMA node
-    links = [link for link in (_link_above(topo, x) for x in on_path) if link is not None]
+    links = [dict(link) for link in (cache.link(x) for x in on_path) if link is not None]
     known = [link for link in links if link["gbytes_per_s"] is not None]
     narrowest = min(known, key=lambda link: link["gbytes_per_s"]) if known else None
     return {
@@ -306,11 +325,12 @@ def build_facts(topo, subsets, nvml_status=None):
 
 def _paths(topo, gpus, nic_functions):
     gpu_nic, gpu_gpu, nearest = [], [], {}
+    cache = _PathCache(topo)
     for gpu in gpus:
         best = []
         for nic in nic_functions:
             entry = {"gpu": gpu.address, "nic": nic.address, "nic_names": _names_on_function(topo, nic.address)}
-            entry.update(pci_path(topo, gpu.address, nic.address))
+            entry.update(pci_path(topo, gpu.address, nic.address, cache))
             gpu_nic.append(entry)
             best.append((path_rank(entry["type"]), -(entry["bottleneck_gbytes_per_s"] or 0), nic.address, entry))
         best.sort(key=lambda item: item[:3])
@@ -325,7 +345,7 @@ def _paths(topo, gpus, nic_functions):
     for i, a in enumerate(gpus):
         for b in gpus[i + 1:]:
             entry = {"gpu": a.address, "peer": b.address}
-            entry.update(pci_path(topo, a.address, b.address))
+            entry.update(pci_path(topo, a.address, b.address, cache))
             gpu_gpu.append(entry)
     return {"gpu_nic": gpu_nic, "gpu_gpu": gpu_gpu, "nearest_nics": nearest}
 

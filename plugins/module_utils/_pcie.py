@@ -25,6 +25,7 @@ GENERATIONS = {
     7: (128.0, 242.0 / 256.0),
 }
 
+_GEN_BY_RATE = dict((rate, gen) for gen, (rate, _eff) in GENERATIONS.items())
 VALID_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
 
 _SPEED_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s(?:\s+PCIe)?\s*$")
@@ -34,10 +35,7 @@ def generation_from_gts(gts):
     """Map a per-lane transfer rate in GT/s to a PCIe generation, or None."""
     if gts is None:
         return None
-    for gen, (rate, _eff) in GENERATIONS.items():
-        if abs(rate - gts) < 0.01:
-            return gen
-    return None
+    return _GEN_BY_RATE.get(round(gts, 1))
 
 
 def gts_from_generation(gen):

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import os
 import re
 import stat
@@ -43,6 +44,12 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._pcie import (
 PCI_ADDRESS_RE = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _HOST_BRIDGE_RE = re.compile(r"^pci[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}$")
 _MAX_READ = 65536
+# The attribute files read per PCI function.
+_PCI_FILES = frozenset((
+    "uevent", "class", "vendor", "device", "subsystem_vendor", "subsystem_device", "numa_node",
+    "local_cpulist", "local_cpus", "current_link_speed", "current_link_width", "max_link_speed", "max_link_width",
+))
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 ARPHRD_INFINIBAND = 32
 ARPHRD_LOOPBACK = 772
@@ -83,26 +90,39 @@ class SysfsReader:
         self.root = root
         self.topo = Topology(source="sysfs")
         self._pci_dirs = {}
+        self._listings = {}
 
     # ---- low-level I/O: the only place files are touched ------------------------------
     def path(self, *parts):
         return os.path.join(self.root, *[p.lstrip("/") for p in parts])
 
-    def read(self, path, quiet=False):
-        """Text of a sysfs file, stripped; None when missing, unreadable or not text."""
+    def read(self, path, quiet=False, regular=False):
+        """Text of a sysfs file, stripped; None when missing, unreadable or not text.
+
+        ``regular`` says the caller already knows the path is a regular file (from its directory
+        listing), which saves a stat.
+        """
         try:
-            # Only regular files: a FIFO or device node in a capture would block a read.
-            if not stat.S_ISREG(os.stat(path).st_mode):
+            # O_NONBLOCK: a FIFO in a capture must not block the open; only regular files are read.
+            fd = os.open(path, _OPEN_FLAGS)
+        except OSError as exc:
+            # Missing files are normal (old kernels, captures); other errors are worth a note.
+            if not quiet and exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EINVAL):
+                self.topo.warn("%s: unreadable (%s)" % (path, exc))
+            return None
+        try:
+            if not regular and not stat.S_ISREG(os.fstat(fd).st_mode):
                 if not quiet:
                     self.topo.warn("%s: not a regular file, ignored" % path)
                 return None
-            with open(path, "rb") as handle:
-                data = handle.read(_MAX_READ)
-        except (IOError, OSError) as exc:
-            # Missing files are normal (old kernels, captures); other errors are worth a note.
-            if not quiet and getattr(exc, "errno", None) not in (2, 20, 21, 22):
+            data = os.read(fd, _MAX_READ)
+        except OSError as exc:
+            # Reading some sysfs attributes of a down link fails with EINVAL: that means unknown.
+            if not quiet and exc.errno != errno.EINVAL:
                 self.topo.warn("%s: unreadable (%s)" % (path, exc))
             return None
+        finally:
+            os.close(fd)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -113,8 +133,8 @@ class SysfsReader:
             return None
         return text.strip()
 
-    def read_int(self, path, base=10, quiet=False):
-        text = self.read(path, quiet=quiet)
+    def read_int(self, path, base=10, quiet=False, regular=False):
+        text = self.read(path, quiet=quiet, regular=regular)
         if text is None or text == "":
             return None
         try:
@@ -128,6 +148,14 @@ class SysfsReader:
             return sorted(os.listdir(path))
         except (IOError, OSError):
             return []
+
+    def resolve(self, path):
+        """Where a /sys/class/* link points (sysfs links are one level, relative, to real directories)."""
+        try:
+            target = os.readlink(path)
+        except OSError:
+            return path
+        return os.path.normpath(os.path.join(os.path.dirname(path), target))
 
     def link_name(self, path):
         """Basename of a symlink's target (driver links dangle in captures by design)."""
@@ -223,53 +251,96 @@ class SysfsReader:
             self.topo.pci[address] = self._read_pci_device(address, directory, host_bridge, parent)
 
     def _walk_pci(self, directory, host_bridge, parent, found):
-        for entry in self.listdir(directory):
-            if not PCI_ADDRESS_RE.match(entry):
-                continue
-            child = os.path.join(directory, entry)
-            if os.path.islink(child) or not os.path.isdir(child):
-                continue
-            address = entry.lower()
-            found[address] = (child, host_bridge, parent)
-            self._walk_pci(child, host_bridge, address, found)
+        names, files, children = set(), set(), []
+        try:
+            iterator = os.scandir(directory)
+        except OSError:
+            iterator = None
+        if iterator is not None:
+            with iterator:
+                for entry in iterator:
+                    name = entry.name
+                    names.add(name)
+                    # Types come from the directory entries: no stat per file.
+                    if name in _PCI_FILES:
+                        if entry.is_file(follow_symlinks=False):
+                            files.add(name)
+                    elif ":" in name and PCI_ADDRESS_RE.match(name) and entry.is_dir(follow_symlinks=False):
+                        children.append((name, entry.path))
+        self._listings[directory] = (names, files)
+        for name, path in sorted(children):
+            address = name.lower()
+            found[address] = (path, host_bridge, parent)
+            self._walk_pci(path, host_bridge, address, found)
 
     def _read_pci_device(self, address, directory, host_bridge, parent):
-        join = os.path.join
+        listing = self._listings.get(directory)
+        if listing is None:
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                entries = []
+            listing = (set(e.name for e in entries),
+                       set(e.name for e in entries if e.name in _PCI_FILES and e.is_file(follow_symlinks=False)))
+        names, files = listing
+        prefix = directory + "/"
+
+        def text(name):
+            # The listing is known: skip files this kernel or capture lacks, and anything not a
+            # regular file (a FIFO would block a read).
+            if name in files:
+                return self.read(prefix + name, regular=True)
+            if name in names:
+                self.topo.warn("%s%s: not a regular file, ignored" % (prefix, name))
+            return None
+
+        def hex_value(name):
+            value = text(name)
+            try:
+                return int(value, 16) if value else None
+            except ValueError:
+                self.topo.warn("%s%s: %r is not a number, ignored" % (prefix, name, value[:40]))
+                return None
+
         dev = PciDevice(address=address, host_bridge=host_bridge, parent=parent)
-        dev.class_code = self.read_int(join(directory, "class"), 16)
-        dev.vendor_id = self.read_int(join(directory, "vendor"), 16)
-        dev.device_id = self.read_int(join(directory, "device"), 16)
-        dev.subsystem_vendor_id = self.read_int(join(directory, "subsystem_vendor"), 16)
-        dev.subsystem_device_id = self.read_int(join(directory, "subsystem_device"), 16)
-        dev.driver = self.link_name(join(directory, "driver"))
-        numa = self.read(join(directory, "numa_node"))
+        # One read of uevent gives class, ids and driver; the single-value files are the fallback.
+        event = parse_uevent(text("uevent"))
+        dev.class_code = _hex_field(event.get("PCI_CLASS"))
+        dev.vendor_id, dev.device_id = _hex_pair(event.get("PCI_ID"))
+        dev.subsystem_vendor_id, dev.subsystem_device_id = _hex_pair(event.get("PCI_SUBSYS_ID"))
+        if dev.class_code is None or dev.vendor_id is None:
+            dev.class_code = hex_value("class")
+            dev.vendor_id = hex_value("vendor")
+            dev.device_id = hex_value("device")
+            dev.subsystem_vendor_id = hex_value("subsystem_vendor")
+            dev.subsystem_device_id = hex_value("subsystem_device")
+        dev.driver = event.get("DRIVER") or (self.link_name(prefix + "driver") if "driver" in names else None)
+        numa = text("numa_node")
         if numa is not None:
             try:
                 value = int(numa)
                 dev.numa_node = value if value >= 0 else None
             except ValueError:
-                self.topo.warn("%s/numa_node: %r is not a number, ignored" % (directory, numa[:40]))
-        cpus = parse_cpulist(self.read(join(directory, "local_cpulist")))
+                self.topo.warn("%snuma_node: %r is not a number, ignored" % (prefix, numa[:40]))
+        cpus = parse_cpulist(text("local_cpulist"))
         if cpus is None:
-            cpus = parse_cpumask(self.read(join(directory, "local_cpus")))
+            cpus = parse_cpumask(text("local_cpus"))
         dev.local_cpus = format_cpulist(cpus) if cpus else None
-        if numa is None and cpus and not os.path.lexists(join(directory, "numa_node")):
+        if numa is None and cpus and "numa_node" not in names:
             # No numa_node file at all (partial captures): the node whose CPUs hold the
             # device's local CPUs, as hwloc does. A numa_node of -1 stays unknown.
             dev.numa_node = self._node_of_cpus(set(cpus))
             if dev.numa_node is not None:
-                self.topo.warn("%s/numa_node missing; NUMA node %d inferred from local_cpus"
-                               % (directory, dev.numa_node))
-        for prefix in ("current", "max"):
-            speed_text = self.read(join(directory, prefix + "_link_speed"))
-            width_text = self.read(join(directory, prefix + "_link_width"))
+                self.topo.warn("%snuma_node missing; NUMA node %d inferred from local_cpus"
+                               % (prefix, dev.numa_node))
+        for which in ("current", "max"):
+            speed_text = text(which + "_link_speed")
             speed = parse_link_speed(speed_text)
-            width = parse_link_width(width_text)
             if speed_text is not None and speed is None and not speed_text.lower().startswith("unknown"):
-                self.topo.warn("%s/%s_link_speed: %r not understood" % (directory, prefix, speed_text[:40]))
-            setattr(dev, prefix + "_gts", speed)
-            setattr(dev, prefix + "_width", width)
-        dev.has_rdma = os.path.isdir(join(directory, "infiniband"))
+                self.topo.warn("%s%s_link_speed: %r not understood" % (prefix, which, speed_text[:40]))
+            setattr(dev, which + "_gts", speed)
+            setattr(dev, which + "_width", parse_link_width(text(which + "_link_width")))
+        dev.has_rdma = "infiniband" in names
         return dev
 
     def _node_of_cpus(self, cpus):
@@ -293,7 +364,7 @@ class SysfsReader:
     def _read_netdev(self, name, entry):
         join = os.path.join
         dev = NetDev(name=name)
-        target = os.path.realpath(entry)
+        target = self.resolve(entry)
         exists = os.path.isdir(target)
         parts = target.split(os.sep)
         if len(parts) >= 3 and parts[-2] == "net" and PCI_ADDRESS_RE.match(parts[-3]):
@@ -342,7 +413,7 @@ class SysfsReader:
     def read_rdma(self):
         class_ib = self.path("sys/class/infiniband")
         for name in self.listdir(class_ib):
-            target = os.path.realpath(os.path.join(class_ib, name))
+            target = self.resolve(os.path.join(class_ib, name))
             rdma = RdmaDevice(name=name)
             parts = target.split(os.sep)
             if len(parts) >= 3 and parts[-2] == "infiniband" and PCI_ADDRESS_RE.match(parts[-3]):
@@ -374,7 +445,10 @@ class SysfsReader:
             except ValueError:
                 self.topo.warn("%s/rate: %r not understood" % (directory, rate[:40]))
         port.link_layer = self.read(join(directory, "link_layer"))
-        for index_name in self.listdir(join(directory, "gids")):
+        # The GID table matters for RoCE (which index carries the IPv4 address); an InfiniBand
+        # port's table is its subnet prefix and GUID, and can run to hundreds of files.
+        gid_names = self.listdir(join(directory, "gids")) if port.link_layer != "InfiniBand" else []
+        for index_name in gid_names:
             if not index_name.isdigit():
                 continue
             gid = self.read(join(directory, "gids", index_name), quiet=True)
@@ -535,6 +609,34 @@ def _int_or_none(text):
         return int(text)
     except (TypeError, ValueError):
         return None
+
+
+def parse_uevent(text):
+    """``KEY=value`` lines of a sysfs uevent file -> dict (empty for None or junk)."""
+    event = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key:
+            event[key.strip()] = value.strip()
+    return event
+
+
+def _hex_field(text):
+    if not text:
+        return None
+    try:
+        return int(text, 16)
+    except ValueError:
+        return None
+
+
+def _hex_pair(text):
+    """``"15B3:1003"`` -> (0x15b3, 0x1003); anything else -> (None, None)."""
+    first, sep, second = (text or "").partition(":")
+    if not sep:
+        return None, None
+    a, b = _hex_field(first), _hex_field(second)
+    return (a, b) if a is not None and b is not None else (None, None)
 
 
 def _first_word(text):

@@ -62,9 +62,10 @@ def test_fifo_is_not_read(tree):
 
 
 def test_directory_in_place_of_file(tree):
-    path = os.path.join(gpu_dir(tree), "class")
-    os.unlink(path)
-    os.mkdir(path)
+    for name in ("uevent", "class"):
+        path = os.path.join(gpu_dir(tree), name)
+        os.unlink(path)
+        os.mkdir(path)
     facts = gather(root=str(tree))
     assert [p for p in facts["pci"] if p["address"] == "0000:15:00.0"][0]["class"] is None
 
@@ -122,3 +123,12 @@ def test_truncated_real_xml(tmp_path, realdata):
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(TopologyError, match="malformed XML"):
         gather(source="nccl_xml", path=str(path))
+
+
+def test_without_uevent_the_single_files_are_read(tree):
+    """Old kernels and partial captures may lack uevent; class, ids and driver come from the other files."""
+    with_uevent = [p for p in gather(root=str(tree))["pci"] if p["address"] == "0000:15:00.0"][0]
+    os.unlink(os.path.join(gpu_dir(tree), "uevent"))
+    without = [p for p in gather(root=str(tree))["pci"] if p["address"] == "0000:15:00.0"][0]
+    assert without == with_uevent
+    assert (without["class"], without["vendor_id"], without["driver"]) == ("0x030200", "0x10de", "nvidia")
