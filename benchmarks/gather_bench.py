@@ -20,7 +20,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 sys.path.insert(0, os.path.join(REPO, "tests"))
 
-import conftest  # noqa: E402  (puts ansible_collections.gpuops.fabric on sys.path)
+import conftest  # noqa: E402,F401  (puts ansible_collections.gpuops.fabric on sys.path)
 import fixtures  # noqa: E402
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather  # noqa: E402
