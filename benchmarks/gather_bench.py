@@ -20,8 +20,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
 sys.path.insert(0, os.path.join(REPO, "tests"))
 
-import conftest  # noqa: E402,F401  (puts ansible_collections.gpuops.fabric on sys.path)
+import conftest  # noqa: E402  (puts ansible_collections.gpuops.fabric on sys.path)
 import fixtures  # noqa: E402
+
+assert conftest.COLLECTIONS_ROOT in sys.path
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather  # noqa: E402
 
@@ -31,7 +33,7 @@ TREES = ["hwloc-xeonphi-mlx4-2numa", "hwloc-westmere-qib-4numa", "hwloc-power9-v
 
 def median_seconds(func, runs):
     samples = []
-    for _ in range(runs):
+    for _run in range(runs):
         start = time.perf_counter()
         func()
         samples.append(time.perf_counter() - start)
