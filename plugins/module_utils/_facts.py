@@ -309,6 +309,7 @@ def build_facts(topo, subsets, nvml_status=None):
         facts["nics"] = _nic_facts(topo)
     if "rdma" in subsets:
         facts["rdma"] = [_rdma_fact(topo, r) for _n, r in sorted(topo.rdma.items())]
+        facts["kernel_modules"] = dict(topo.kernel_modules) if topo.kernel_modules is not None else None
     if "bond" in subsets:
         facts["bonds"] = [_bond_fact(topo, b) for _n, b in sorted(topo.bonds.items())]
     if "vlan" in subsets:

@@ -17,6 +17,9 @@ VENDOR_NVIDIA = 0x10DE
 VENDOR_AMD = 0x1002
 VENDOR_INTEL = 0x8086
 
+# Kernel modules whose presence the checks need (GPUDirect RDMA, bonding, VLANs, drivers).
+RELEVANT_MODULES = ("nvidia", "nvidia_peermem", "nv_peer_mem", "amdgpu", "ib_core", "mlx5_core", "bonding", "8021q")
+
 KIND_GPU = "gpu"
 KIND_ACCELERATOR = "accelerator"
 KIND_NIC = "nic"
@@ -163,6 +166,8 @@ class Topology:
     bonds: Dict[str, Bond] = field(default_factory=dict)
     vlans: Dict[str, Vlan] = field(default_factory=dict)
     gpu_info: Dict[str, GpuInfo] = field(default_factory=dict)
+    # Loaded state of the kernel modules in RELEVANT_MODULES; None when the source cannot tell.
+    kernel_modules: Optional[Dict[str, bool]] = None
     warnings: List[str] = field(default_factory=list)
 
     def warn(self, message):

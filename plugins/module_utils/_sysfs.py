@@ -30,6 +30,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._model import (
     GidEntry,
     NetDev,
     NumaNode,
+    RELEVANT_MODULES,
     PciDevice,
     RdmaDevice,
     RdmaPort,
@@ -180,6 +181,7 @@ class SysfsReader:
             self.read_netdevs()
         if "rdma" in parts:
             self.read_rdma()
+            self.read_kernel_modules()
         if "bond" in parts:
             self.read_bonds()
         if "vlan" in parts:
@@ -472,6 +474,13 @@ class SysfsReader:
         if port.link_layer == "Ethernet" and port.netdev in self.topo.netdevs:
             port.active_mtu = roce_active_mtu(self.topo.netdevs[port.netdev].mtu)
         return port
+
+    def read_kernel_modules(self):
+        module_dir = self.path("sys/module")
+        if not os.path.isdir(module_dir):
+            return  # a capture without /sys/module: unknown, not "not loaded"
+        self.topo.kernel_modules = dict(
+            (name, os.path.isdir(os.path.join(module_dir, name))) for name in RELEVANT_MODULES)
 
     # ---- bonds and VLANs ----------------------------------------------------------------
     def read_bonds(self):

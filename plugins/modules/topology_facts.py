@@ -201,6 +201,15 @@ ansible_facts:
           type: list
           elements: dict
           returned: when rdma is gathered
+        kernel_modules:
+          description:
+            - Whether each kernel module the checks care about is loaded (C(nvidia), C(nvidia_peermem),
+              C(nv_peer_mem), C(amdgpu), C(ib_core), C(mlx5_core), C(bonding), C(8021q)), from C(/sys/module).
+            - C(null) when the source cannot tell (XML sources, captures without C(/sys/module)).
+          type: dict
+          returned: when rdma is gathered
+          sample: {nvidia: true, nvidia_peermem: false, nv_peer_mem: false, amdgpu: false, ib_core: true,
+                   mlx5_core: true, bonding: true, "8021q": true}
         bonds:
           description:
             - Bonds with C(name), C(mode) (kernel name, for example V(802.3ad)), C(miimon), C(xmit_hash_policy),

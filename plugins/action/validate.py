@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import os
+import tempfile
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._audit import exceeds_policy, run_audit, validate_inputs
+from ansible_collections.gpuops.fabric.plugins.module_utils._report import FILENAMES, FORMATS, RENDERERS
+
+ARGUMENT_SPEC = dict(
+    hosts=dict(type="list", elements="str"),
+    report_dir=dict(type="path"),
+    formats=dict(type="list", elements="str", choices=list(FORMATS), default=list(FORMATS)),
+    fail_on=dict(type="str", choices=["fail", "warn", "never"]),
+    validate_only=dict(type="bool", default=False),
+    today=dict(type="str"),
+)
+
+
+class ActionModule(ActionBase):
+    """Evaluate the rule catalog over every host's facts, once, on the controller."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
+        if validation.error_messages:
+            raise AnsibleActionFail("validate: %s" % "; ".join(validation.error_messages))
+        args = validation.validated_parameters
+
+        hostvars = task_vars.get("hostvars", {})
+        hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all", [])
+        try:
+            today = (datetime.datetime.strptime(args["today"], "%Y-%m-%d").date() if args["today"]
+                     else datetime.date.today())
+        except ValueError:
+            raise AnsibleActionFail("validate: today: %r is not a date (YYYY-MM-DD)" % args["today"])
+
+        inputs = {}
+        for host in hosts:
+            if host not in hostvars:
+                raise AnsibleActionFail("validate: hosts: %r is not in the inventory" % host)
+            inputs[host] = self._host_input(hostvars[host])
+
+        if args["validate_only"]:
+            _normalized, errors = validate_inputs(inputs)
+            if errors:
+                raise AnsibleActionFail("fabric policy is invalid:\n" + "\n".join(errors))
+            result.update(changed=False, msg="policy of %d host(s) is valid" % len(inputs))
+            return result
+
+        now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+        report, errors = run_audit(inputs, today, now, self._collection_version())
+        if errors:
+            raise AnsibleActionFail("fabric policy is invalid:\n" + "\n".join(errors))
+
+        report_dir = args["report_dir"] or task_vars.get("fabric_report_dir") or "fabric-report"
+        report_dir = os.path.abspath(os.path.expanduser(report_dir))
+        files = self._write(report, report_dir, args["formats"])
+        fail_on = args["fail_on"] or task_vars.get("fabric_audit_fail_on") or "fail"
+        summary = report["summary"]
+        result.update(
+            changed=False,
+            summary=summary,
+            report_files=files,
+            findings=[f for f in report["findings"] if not f.get("waived")],
+            lines=["[%s] %s %s %s: %s" % (f["severity"], f["host"], f["id"], f["subject"], f["message"])
+                   for f in report["findings"] if not f.get("waived")],
+            msg="%d host(s) audited, %d unreachable, %d failed: %d fail, %d warn, %d info finding(s), %d waived; "
+                "reports in %s" % (summary["audited"], summary["unreachable"], summary["failed"],
+                                   summary["findings"]["fail"], summary["findings"]["warn"],
+                                   summary["findings"]["info"], summary["waived"], report_dir),
+        )
+        if exceeds_policy(report, fail_on):
+            result["failed"] = True
+            result["msg"] = "audit failed (fail_on=%s): %s" % (fail_on, result["msg"])
+        return result
+
+    @staticmethod
+    def _host_input(hostvars):
+        gathered = hostvars.get("fabric_audit_gather") or {}
+        facts = (hostvars.get("ansible_facts") or {}).get("gpuops_fabric")
+        if gathered.get("unreachable"):
+            status, reason = "unreachable", gathered.get("msg")
+        elif gathered.get("failed"):
+            status, reason = "failed", gathered.get("msg")
+        elif facts:
+            status, reason = "audited", None
+        else:
+            status, reason = "failed", "no gpuops_fabric facts (topology_facts did not run on this host)"
+        return {
+            "facts": facts,
+            "expectations": hostvars.get("fabric_expectations"),
+            "waivers": hostvars.get("fabric_waivers"),
+            "status": status,
+            "reason": reason,
+        }
+
+    def _collection_version(self):
+        try:
+            import ansible_collections.gpuops.fabric as package
+            manifest = os.path.join(os.path.dirname(package.__file__ or ""), "MANIFEST.json")
+            if os.path.isfile(manifest):
+                import json
+                with open(manifest) as handle:
+                    return json.load(handle)["collection_info"]["version"]
+        except (ImportError, OSError, ValueError, KeyError, TypeError):
+            pass
+        return None
+
+    @staticmethod
+    def _write(report, report_dir, formats):
+        os.makedirs(report_dir, exist_ok=True)
+        written = []
+        for fmt in formats:
+            path = os.path.join(report_dir, FILENAMES[fmt])
+            fd, tmp_path = tempfile.mkstemp(prefix=".%s." % FILENAMES[fmt], dir=report_dir)
+            try:
+                with os.fdopen(fd, "w") as handle:
+                    handle.write(RENDERERS[fmt](report))
+                os.chmod(tmp_path, 0o644)
+                os.replace(tmp_path, path)  # readers never see a half-written report
+            except BaseException:
+                if os.path.exists(tmp_path):
+                    os.unlink(tmp_path)
+                raise
+            written.append(path)
+        return written

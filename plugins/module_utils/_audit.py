@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""An audit from the inventory's point of view: validate policy, evaluate every rule, apply waivers."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._policy import (
+    apply_waivers,
+    validate_expectations,
+    validate_waivers,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._report import build_report
+from ansible_collections.gpuops.fabric.plugins.module_utils._rules import evaluate_host, evaluate_inventory
+
+HOST_STATES = ("audited", "unreachable", "failed")
+
+
+def validate_inputs(inputs):
+    """``inputs``: {host: {"expectations": raw, "waivers": raw, ...}}.
+
+    Returns ({host: (expectations, waivers)}, errors). Each error starts with the host it was found on;
+    an error shared by many hosts (a group variable) is listed once with the first few host names.
+    """
+    normalized, seen = {}, {}
+    for host in sorted(inputs):
+        expect, errors = validate_expectations(inputs[host].get("expectations"))
+        waivers, waiver_errors = validate_waivers(inputs[host].get("waivers"))
+        normalized[host] = (expect, waivers)
+        for error in errors + waiver_errors:
+            seen.setdefault(error, []).append(host)
+    messages = []
+    for error, hosts in sorted(seen.items()):
+        named = ", ".join(hosts[:3]) + (" and %d more" % (len(hosts) - 3) if len(hosts) > 3 else "")
+        messages.append("%s (host %s)" % (error, named))
+    return normalized, messages
+
+
+def run_audit(inputs, today, generated_at, version=None):
+    """``inputs``: {host: {"facts", "expectations", "waivers", "status", "reason"}}. Returns (report, errors)."""
+    normalized, errors = validate_inputs(inputs)
+    if errors:
+        return None, errors
+    findings, outcomes, hosts, audited = [], {}, {}, {}
+    for host in sorted(inputs):
+        item = inputs[host]
+        status = item.get("status") or ("audited" if item.get("facts") else "failed")
+        facts = item.get("facts")
+        if status == "audited" and not facts:
+            status, item = "failed", dict(item, reason=item.get("reason") or "no gpuops_fabric facts")
+        hosts[host] = {"status": status, "reason": item.get("reason")}
+        if status != "audited":
+            continue
+        expect = normalized[host][0]
+        host_findings, host_outcomes = evaluate_host(host, facts, expect)
+        findings.extend(host_findings)
+        outcomes[host] = host_outcomes
+        audited[host] = (facts, expect)
+    if audited:
+        inventory_findings, outcomes["inventory"] = evaluate_inventory(audited)
+        findings.extend(inventory_findings)
+    apply_waivers(findings, dict((h, normalized[h][1]) for h in normalized), today)
+    return build_report(hosts, findings, outcomes, generated_at, version), []
+
+
+def exceeds_policy(report, fail_on):
+    """Whether the report should fail the run: ``fail`` (default), ``warn`` or ``never``."""
+    counts = report["summary"]["findings"]
+    if fail_on == "never":
+        return False
+    if fail_on == "warn":
+        return counts["fail"] + counts["warn"] > 0
+    return counts["fail"] > 0

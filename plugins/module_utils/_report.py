@@ -1,0 +1,259 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""Audit reports: one report model rendered as JSON, Markdown, JUnit XML and a self-contained HTML page."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+from html import escape
+from xml.etree import ElementTree
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._rules import CATALOG, SEVERITY_RANK
+
+REPORT_SCHEMA_VERSION = 1
+FORMATS = ("json", "md", "junit", "html")
+FILENAMES = {"json": "report.json", "md": "report.md", "junit": "junit.xml", "html": "report.html"}
+
+
+def build_report(hosts, findings, outcomes, generated_at, collection_version=None):
+    """``hosts``: {name: {"status": audited|unreachable|failed, "reason": str|None}};
+    ``outcomes``: {host: {rule id: (status, reason)}} for audited hosts, inventory rules under "inventory"."""
+    findings = sorted(findings, key=lambda f: (SEVERITY_RANK[f["severity"]], f["host"] or "", f["id"],
+                                               str(f["subject"])))
+    active = [f for f in findings if not f.get("waived")]
+    host_rows = []
+    for name in sorted(hosts):
+        mine = [f for f in active if f["host"] == name]
+        host_rows.append({
+            "name": name,
+            "status": hosts[name]["status"],
+            "reason": hosts[name].get("reason"),
+            "counts": dict((sev, sum(1 for f in mine if f["severity"] == sev)) for sev in ("fail", "warn", "info")),
+            "waived": sum(1 for f in findings if f["host"] == name and f.get("waived")),
+        })
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "generated_at": generated_at,
+        "tool": {"name": "gpuops.fabric", "version": collection_version},
+        "summary": {
+            "hosts": len(hosts),
+            "audited": sum(1 for h in hosts.values() if h["status"] == "audited"),
+            "unreachable": sum(1 for h in hosts.values() if h["status"] == "unreachable"),
+            "failed": sum(1 for h in hosts.values() if h["status"] == "failed"),
+            "findings": dict((sev, sum(1 for f in active if f["severity"] == sev)) for sev in ("fail", "warn", "info")),
+            "waived": len(findings) - len(active),
+        },
+        "hosts": host_rows,
+        "rules": [dict((k, getattr(r, k)) for k in ("id", "title", "severity", "description", "remediation", "scope"))
+                  for r in sorted(CATALOG.values(), key=lambda r: r.id)],
+        "findings": findings,
+        "outcomes": dict((host, dict((rid, {"status": st, "reason": why}) for rid, (st, why) in sorted(out.items())))
+                         for host, out in sorted(outcomes.items())),
+    }
+
+
+def render_json(report):
+    return json.dumps(report, indent=2, sort_keys=False, default=str) + "\n"
+
+
+def _md(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report):
+    s = report["summary"]
+    lines = [
+        "# gpuops.fabric audit",
+        "",
+        "Generated %s. %d host(s): %d audited, %d unreachable, %d failed. Findings: %d fail, %d warn, %d info; "
+        "%d waived." % (report["generated_at"], s["hosts"], s["audited"], s["unreachable"], s["failed"],
+                        s["findings"]["fail"], s["findings"]["warn"], s["findings"]["info"], s["waived"]),
+        "",
+        "| host | status | fail | warn | info | waived |",
+        "|---|---|---|---|---|---|",
+    ]
+    for host in report["hosts"]:
+        lines.append("| %s | %s | %d | %d | %d | %d |" % (
+            _md(host["name"]), host["status"] + (" (%s)" % _md(host["reason"]) if host["reason"] else ""),
+            host["counts"]["fail"], host["counts"]["warn"], host["counts"]["info"], host["waived"]))
+    lines += ["", "## Findings", ""]
+    active = [f for f in report["findings"] if not f.get("waived")]
+    if not active:
+        lines.append("No findings.")
+    else:
+        lines += ["| severity | host | rule | subject | message | remediation |", "|---|---|---|---|---|---|"]
+        for f in active:
+            lines.append("| %s | %s | %s %s | %s | %s | %s |" % (
+                f["severity"], _md(f["host"]), f["id"], _md(f["title"]), _md(f["subject"]), _md(f["message"]),
+                _md(f["remediation"])))
+    waived = [f for f in report["findings"] if f.get("waived")]
+    if waived:
+        lines += ["", "## Waived", "", "| host | rule | subject | reason | expires |", "|---|---|---|---|---|"]
+        for f in waived:
+            cells = (_md(f["host"]), f["id"], _md(f["subject"]), _md(f["waiver"]["reason"]), f["waiver"]["expires"])
+            lines.append("| %s | %s | %s | %s | %s |" % cells)
+    lines += ["", "## Rules", ""]
+    for rule in report["rules"]:
+        lines += ["### %s %s (%s)" % (rule["id"], rule["title"], rule["severity"]), "", rule["description"], "",
+                  "Fix: " + rule["remediation"], ""]
+    return "\n".join(lines) + "\n"
+
+
+def render_junit(report):
+    """One testsuite per host, one testcase per host x rule: fail findings fail the case."""
+    suites = ElementTree.Element("testsuites", name="gpuops.fabric audit")
+    by_case = {}
+    for f in report["findings"]:
+        by_case.setdefault((f["host"], f["id"]), []).append(f)
+    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for host in report["hosts"]:
+        suite = ElementTree.SubElement(suites, "testsuite", name=host["name"], timestamp=report["generated_at"])
+        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        if host["status"] != "audited":
+            case = ElementTree.SubElement(suite, "testcase", classname=host["name"], name="facts gathered")
+            ElementTree.SubElement(case, "error", message="host %s: %s" % (host["status"], host["reason"] or ""),
+                                   type=host["status"])
+            counts["tests"] += 1
+            counts["errors"] += 1
+        else:
+            for rule_id, outcome in sorted(report["outcomes"].get(host["name"], {}).items()):
+                rule = CATALOG[rule_id]
+                case = ElementTree.SubElement(suite, "testcase", classname=host["name"],
+                                              name="%s %s" % (rule_id, rule.title))
+                counts["tests"] += 1
+                found = by_case.get((host["name"], rule_id), [])
+                failing = [f for f in found if f["severity"] == "fail" and not f.get("waived")]
+                if failing:
+                    failure = ElementTree.SubElement(case, "failure", message="; ".join(f["message"] for f in failing),
+                                                     type=rule_id)
+                    failure.text = "\n".join("%s: %s\nFix: %s" % (f["subject"], f["message"], f["remediation"])
+                                             for f in failing)
+                    counts["failures"] += 1
+                elif outcome["status"] == "not_applicable":
+                    ElementTree.SubElement(case, "skipped", message=outcome["reason"] or "not applicable")
+                    counts["skipped"] += 1
+                other = [f for f in found if f not in failing]
+                if other:
+                    out = ElementTree.SubElement(case, "system-out")
+                    out.text = "\n".join("%s%s %s: %s" % (f["severity"], " (waived)" if f.get("waived") else "",
+                                                          f["subject"], f["message"]) for f in other)
+        for key, value in counts.items():
+            suite.set(key, str(value))
+            totals[key] += value
+    inventory = report["outcomes"].get("inventory")
+    if inventory:
+        suite = ElementTree.SubElement(suites, "testsuite", name="inventory", timestamp=report["generated_at"])
+        counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        for rule_id, outcome in sorted(inventory.items()):
+            case = ElementTree.SubElement(suite, "testcase", classname="inventory",
+                                          name="%s %s" % (rule_id, CATALOG[rule_id].title))
+            counts["tests"] += 1
+            found = [f for f in report["findings"] if f["id"] == rule_id]
+            failing = [f for f in found if f["severity"] == "fail" and not f.get("waived")]
+            if failing:
+                failure = ElementTree.SubElement(case, "failure", message="; ".join(
+                    "%s %s" % (f["host"], f["message"]) for f in failing), type=rule_id)
+                failure.text = "\n".join("%s %s: %s" % (f["host"], f["subject"], f["message"]) for f in failing)
+                counts["failures"] += 1
+            elif outcome["status"] == "not_applicable":
+                ElementTree.SubElement(case, "skipped", message=outcome["reason"] or "not applicable")
+                counts["skipped"] += 1
+            if found and not failing:
+                out = ElementTree.SubElement(case, "system-out")
+                out.text = "\n".join("%s %s %s: %s" % (f["severity"], f["host"], f["subject"], f["message"])
+                                     for f in found)
+        for key, value in counts.items():
+            suite.set(key, str(value))
+            totals[key] += value
+    for key, value in totals.items():
+        suites.set(key, str(value))
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode") + "\n"
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
+h1{font-size:1.4rem}h2{font-size:1.15rem;margin-top:2rem}
+.cards{display:flex;gap:1rem;flex-wrap:wrap}.card{border:1px solid #ccc;border-radius:6px;padding:.6rem 1rem}
+.card b{display:block;font-size:1.4rem}
+table{border-collapse:collapse;width:100%;font-size:.9rem}th,td{border:1px solid #ddd;padding:.3rem .5rem;
+text-align:left;vertical-align:top}th{background:#f3f3f3}
+.fail{color:#b00020;font-weight:bold}.warn{color:#a05a00;font-weight:bold}.info{color:#205080}
+.unreachable,.failed{color:#b00020}.filters{margin:.6rem 0;display:flex;gap:.6rem}
+"""
+
+_JS = """
+function applyFilters(){
+  var sev=document.getElementById('f-severity').value, host=document.getElementById('f-host').value.toLowerCase(),
+      text=document.getElementById('f-text').value.toLowerCase(), shown=0;
+  document.querySelectorAll('#findings tbody tr').forEach(function(row){
+    var ok=(!sev||row.dataset.severity===sev)&&(!host||row.dataset.host.toLowerCase().indexOf(host)>=0)&&
+           (!text||row.textContent.toLowerCase().indexOf(text)>=0);
+    row.style.display=ok?'':'none'; if(ok){shown++;}
+  });
+  document.getElementById('shown').textContent=shown;
+}
+document.addEventListener('DOMContentLoaded',function(){
+  ['f-severity','f-host','f-text'].forEach(function(id){document.getElementById(id).addEventListener('input',applyFilters);});
+  applyFilters();
+});
+"""
+
+
+def render_html(report):
+    s = report["summary"]
+    esc = escape
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           "<title>gpuops.fabric audit</title><style>%s</style><script>%s</script></head><body>" % (_CSS, _JS),
+           "<h1>gpuops.fabric audit</h1>", "<p>Generated %s</p>" % esc(report["generated_at"]), '<div class="cards">']
+    for label, value, cls in (("hosts", s["hosts"], ""), ("audited", s["audited"], ""),
+                              ("unreachable", s["unreachable"], "unreachable"), ("fail", s["findings"]["fail"], "fail"),
+                              ("warn", s["findings"]["warn"], "warn"), ("info", s["findings"]["info"], "info"),
+                              ("waived", s["waived"], "")):
+        out.append('<div class="card %s"><b id="count-%s">%d</b>%s</div>' % (cls, label, value, label))
+    out += ["</div>", "<h2>Hosts</h2>", '<table id="hosts"><thead><tr><th>host</th><th>status</th><th>fail</th>'
+            "<th>warn</th><th>info</th><th>waived</th></tr></thead><tbody>"]
+    for host in report["hosts"]:
+        out.append('<tr><td>%s</td><td class="%s">%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td></tr>' % (
+            esc(host["name"]), esc(host["status"]), esc(host["status"] + (": " + host["reason"] if host["reason"] else "")),
+            host["counts"]["fail"], host["counts"]["warn"], host["counts"]["info"], host["waived"]))
+    out += ["</tbody></table>", "<h2>Findings (<span id=\"shown\">0</span> shown)</h2>", '<div class="filters">',
+            '<label>severity <select id="f-severity"><option value="">all</option><option>fail</option>'
+            "<option>warn</option><option>info</option></select></label>",
+            '<label>host <input id="f-host" type="search"></label>',
+            '<label>text <input id="f-text" type="search"></label></div>',
+            '<table id="findings"><thead><tr><th>severity</th><th>host</th><th>rule</th><th>subject</th>'
+            "<th>message</th><th>remediation</th></tr></thead><tbody>"]
+    for f in report["findings"]:
+        if f.get("waived"):
+            continue
+        out.append('<tr data-severity="%s" data-host="%s" data-rule="%s"><td class="%s">%s</td><td>%s</td>'
+                   '<td title="%s">%s</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
+                       esc(f["severity"]), esc(f["host"] or ""), esc(f["id"]), esc(f["severity"]), esc(f["severity"]),
+                       esc(f["host"] or ""), esc(f["title"]), esc(f["id"]), esc(str(f["subject"])), esc(f["message"]),
+                       esc(f["remediation"])))
+    out.append("</tbody></table>")
+    waived = [f for f in report["findings"] if f.get("waived")]
+    if waived:
+        out += ["<h2>Waived</h2>", "<table><thead><tr><th>host</th><th>rule</th><th>subject</th><th>reason</th>"
+                "<th>expires</th></tr></thead><tbody>"]
+        for f in waived:
+            out.append("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
+                esc(f["host"]), esc(f["id"]), esc(str(f["subject"])), esc(f["waiver"]["reason"]),
+                esc(f["waiver"]["expires"])))
+        out.append("</tbody></table>")
+    out += ["<h2>Rules</h2>", "<table><thead><tr><th>rule</th><th>severity</th><th>why it matters</th><th>fix</th>"
+            "</tr></thead><tbody>"]
+    for rule in report["rules"]:
+        out.append("<tr><td>%s %s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
+            esc(rule["id"]), esc(rule["title"]), esc(rule["severity"]), esc(rule["description"]),
+            esc(rule["remediation"])))
+    out += ["</tbody></table>", "</body></html>"]
+    return "\n".join(out) + "\n"
+
+
+RENDERERS = {"json": render_json, "md": render_markdown, "junit": render_junit, "html": render_html}

@@ -1,0 +1,547 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""The deployment checklist as rules over gpuops_fabric facts.
+
+Adding a rule is one function and one decorator: ``@host_rule(...)`` for a rule evaluated on one
+host's facts, ``@inventory_rule(...)`` for one evaluated once over all hosts. A rule yields
+findings through ``ctx.finding(...)``; raising ``NotApplicable`` says it cannot be judged here.
+Rule ids never change meaning once released; a retired id is not reused.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import fnmatch
+from collections import namedtuple
+
+SEVERITIES = ("fail", "warn", "info")
+SEVERITY_RANK = {"fail": 0, "warn": 1, "info": 2}
+
+Rule = namedtuple("Rule", "id title severity description remediation scope check")
+
+CATALOG = {}
+
+
+class NotApplicable(Exception):
+    """The rule cannot be judged on this host (the reason is reported, not a pass)."""
+
+
+def _register(scope, rule_id, title, severity, description, remediation):
+    if severity not in SEVERITIES:
+        raise ValueError("%s: severity %r" % (rule_id, severity))
+
+    def register(func):
+        if rule_id in CATALOG:
+            raise ValueError("rule id %s registered twice" % rule_id)
+        CATALOG[rule_id] = Rule(rule_id, title, severity, " ".join(description.split()),
+                                " ".join(remediation.split()), scope, func)
+        return func
+    return register
+
+
+def host_rule(rule_id, title, severity, description, remediation):
+    return _register("host", rule_id, title, severity, description, remediation)
+
+
+def inventory_rule(rule_id, title, severity, description, remediation):
+    return _register("inventory", rule_id, title, severity, description, remediation)
+
+
+class HostContext:
+    """What a host rule sees: the host's facts and expectations, and a way to report."""
+
+    def __init__(self, host, facts, expect):
+        self.host = host
+        self.facts = facts
+        self.expect = expect
+        self.rule = None
+        self.findings = []
+
+    def finding(self, subject, message, evidence, severity=None, host=None):
+        rule = self.rule
+        self.findings.append({
+            "id": rule.id,
+            "title": rule.title,
+            "severity": severity or rule.severity,
+            "host": host or self.host,
+            "subject": subject,
+            "message": message,
+            "evidence": evidence,
+            "remediation": rule.remediation,
+        })
+
+    # Small helpers rules share.
+    def pci(self):
+        if "_pci_index" not in self.__dict__:
+            self._pci_index = dict((p["address"], p) for p in self.facts.get("pci") or [])
+        return self._pci_index
+
+    def need(self, *keys):
+        for key in keys:
+            if self.facts.get(key) is None:
+                raise NotApplicable("facts subset %r was not gathered" % key)
+
+
+def evaluate_host(host, facts, expect):
+    """Run every host rule; return (findings, outcomes) where outcomes maps rule id -> status."""
+    ctx = HostContext(host, facts, expect)
+    outcomes = {}
+    for rule in CATALOG.values():
+        if rule.scope != "host":
+            continue
+        ctx.rule = rule
+        before = len(ctx.findings)
+        try:
+            for _item in rule.check(ctx) or ():
+                pass
+            outcomes[rule.id] = ("findings" if len(ctx.findings) > before else "pass", None)
+        except NotApplicable as exc:
+            outcomes[rule.id] = ("not_applicable", str(exc))
+    return ctx.findings, outcomes
+
+
+def evaluate_inventory(hosts):
+    """``hosts``: {name: (facts, expect)} of audited hosts. Returns (findings, {rule id: status})."""
+    findings, outcomes = [], {}
+    for rule in CATALOG.values():
+        if rule.scope != "inventory":
+            continue
+        ctx = HostContext(None, None, None)
+        ctx.rule = rule
+        try:
+            rule.check(ctx, hosts)
+            outcomes[rule.id] = ("findings" if ctx.findings else "pass", None)
+        except NotApplicable as exc:
+            outcomes[rule.id] = ("not_applicable", str(exc))
+        findings.extend(ctx.findings)
+    return findings, outcomes
+
+
+# ---- expectations helpers ---------------------------------------------------------------------------
+def expected_nic(expect, name):
+    """The first expectation entry whose name pattern matches the interface, or None."""
+    for entry in expect.get("nics") or ():
+        if fnmatch.fnmatchcase(name, entry["name"]):
+            return entry
+    return None
+
+
+def _gbps(mbps):
+    return mbps / 1000.0 if mbps else None
+
+
+# ---- PCIe -------------------------------------------------------------------------------------------
+@host_rule(
+    "PCIE-001", "GPU link narrower than it should be", "fail",
+    """A GPU trained to fewer lanes than its slot gives moves half (or less) of the data per second over
+    PCIe; every transfer to the NIC and host memory takes longer. Width does not drop at idle, so a
+    narrow link is a fault: a badly seated card, a riser, or a slot wired narrower.""",
+    """Reseat the card or riser, check the slot's wiring in the board manual, and look at
+    `lspci -vv` LnkSta/LnkCap. If the card is x8 by design, set fabric_expectations.gpu.width.""")
+def pcie_gpu_width(ctx):
+    ctx.need("gpus")
+    for gpu in ctx.facts["gpus"]:
+        current = gpu["link"]["current"]["width"]
+        nvml = gpu.get("nvml") or {}
+        maximum = nvml.get("max_width") or gpu["link"]["max"]["width"]
+        if nvml.get("current_width"):
+            current = nvml["current_width"]
+        expected = ctx.expect["gpu"].get("width") or maximum
+        if current is None or expected is None:
+            continue
+        if current < expected:
+            ctx.finding(gpu["address"], "GPU %s runs at x%d, expected x%d" % (gpu["address"], current, expected),
+                        {"current_width": current, "max_width": maximum, "expected_width": expected})
+
+
+@host_rule(
+    "PCIE-002", "GPU link generation below its maximum", "fail",
+    """A link at a lower PCIe generation halves the bandwidth per step down. GPUs drop to Gen1 when idle
+    to save power, so a lower generation only counts when NVML says the GPU is busy (P0); at idle
+    it cannot be judged and is reported as information.""",
+    """Put the GPU under load (e.g. nvidia-smi -q -d PERFORMANCE while a job runs) and check the link
+    again; if it stays low under load, check BIOS PCIe speed settings, risers and retimers.""")
+def pcie_gpu_generation(ctx):
+    ctx.need("gpus")
+    for gpu in ctx.facts["gpus"]:
+        nvml = gpu.get("nvml") or {}
+        current = nvml.get("current_generation") or gpu["link"]["current"]["generation"]
+        maximum = nvml.get("max_generation") or gpu["link"]["max"]["generation"]
+        expected = ctx.expect["gpu"].get("generation") or maximum
+        if current is None or expected is None or current >= expected:
+            continue
+        evidence = {"current_generation": current, "max_generation": maximum, "expected_generation": expected,
+                    "performance_state": nvml.get("performance_state")}
+        if nvml.get("performance_state") == 0:
+            ctx.finding(gpu["address"], "GPU %s runs at Gen%d while busy (P0), expected Gen%d"
+                        % (gpu["address"], current, expected), evidence)
+        else:
+            why = ("idle at P%d" % nvml["performance_state"] if nvml.get("performance_state") is not None
+                   else "no NVML to say whether it is busy")
+            ctx.finding(gpu["address"], "GPU %s at Gen%d (max Gen%d): %s, cannot judge at idle"
+                        % (gpu["address"], current, expected, why), evidence, severity="info")
+
+
+@host_rule(
+    "PCIE-003", "NIC slot slower than the NIC's ports", "fail",
+    """A NIC's ports can only move what its PCIe slot carries: two 100GbE ports need 25 GB/s, more than a
+    Gen3 x8 slot (7.9 GB/s) or even a Gen3 x16 slot (15.8 GB/s) gives. The network then looks slow although
+    every link is up at full speed.""",
+    """Move the card to a slot with enough lanes and generation (see the board manual), or check why the
+    link trained lower than the card supports.""")
+def pcie_nic_slot(ctx):
+    ctx.need("nics", "pci")
+    cards = {}
+    for nic in ctx.facts["nics"]:
+        if nic.get("card") and nic.get("kind") in ("physical", "ipoib"):
+            cards.setdefault(nic["card"], []).append(nic)
+    rates = {}
+    for rdma in ctx.facts.get("rdma") or []:
+        for port in rdma["ports"]:
+            data = _ib_data_gbps(port)
+            if rdma.get("address") and data:
+                rates[rdma["address"]] = max(rates.get(rdma["address"], 0), data)
+    for card, nics in sorted(cards.items()):
+        functions = sorted(set(n["address"] for n in nics))
+        speeds = [_gbps(n["speed_mbps"]) or rates.get(n["address"]) for n in nics]
+        known = [s for s in speeds if s]
+        if not known:
+            continue
+        line_gbps = max(known) * len(functions)
+        link = ctx.pci().get(functions[0], {}).get("link", {}).get("current", {})
+        slot = link.get("gbytes_per_s")
+        if slot is None:
+            continue
+        if slot * 8 < line_gbps:
+            ctx.finding(card, "card %s: %d port(s) x %g Gb/s need %.1f GB/s, its slot gives %.1f GB/s (%s)"
+                        % (card, len(functions), max(known), line_gbps / 8, slot, _link_text(link)),
+                        {"ports": len(functions), "port_gbps": max(known), "needed_gbytes_per_s": line_gbps / 8,
+                         "slot": link})
+
+
+def _ib_data_gbps(port):
+    """Data rate of an RDMA port: SDR, DDR and QDR InfiniBand signal with 8b/10b (QDR 40 -> 32 Gb/s)."""
+    rate = port.get("rate_gbps")
+    if not rate:
+        return None
+    text = (port.get("rate") or "").upper()
+    if any(name in text for name in ("SDR", "DDR", "QDR")):
+        return rate * 0.8
+    return rate
+
+
+def _link_text(link):
+    if link.get("generation") and link.get("width"):
+        return "Gen%d x%d" % (link["generation"], link["width"])
+    return "%.1f GB/s" % link["gbytes_per_s"]
+
+
+@host_rule(
+    "PCIE-004", "Upstream link narrower than the device below it", "warn",
+    """A device can only use the bandwidth of the narrowest link between it and the CPU. A x16 GPU behind a
+    switch whose uplink runs x8, or behind a port that reports a narrower link than the device, is capped
+    at the uplink.""",
+    """Check the switch uplink or riser (lspci -vv on the upstream port) and the board's slot layout.""")
+def pcie_upstream(ctx):
+    ctx.need("pci")
+    pci = ctx.pci()
+    for dev in ctx.facts["pci"]:
+        if dev["kind"] not in ("gpu", "accelerator", "nic", "rdma"):
+            continue
+        own = dev["link"]["current"]["gbytes_per_s"]
+        if own is None:
+            continue
+        for ancestor in dev["chain"]:
+            up = pci.get(ancestor)
+            if up is None:
+                continue
+            theirs = up["link"]["current"]["gbytes_per_s"]
+            if theirs is not None and theirs + 0.01 < own:
+                ctx.finding(dev["address"], "%s %s (%.1f GB/s) sits below %s %s at %.1f GB/s"
+                            % (dev["kind"], dev["address"], own, up["kind"].replace("_", " "), ancestor, theirs),
+                            {"device_link": dev["link"]["current"], "upstream": ancestor,
+                             "upstream_link": up["link"]["current"]})
+                break
+
+
+# ---- NUMA -------------------------------------------------------------------------------------------
+@host_rule(
+    "NUMA-001", "GPU's nearest NIC is on another NUMA node", "fail",
+    """When the closest NIC to a GPU hangs off the other socket, every byte the GPU sends or receives over
+    the network crosses the inter-socket link (UPI/xGMI) and the remote root complex: more latency, less
+    bandwidth, and GPUDirect RDMA is disabled or slow.""",
+    """Put a NIC on the GPU's socket (ideally under the same PCIe switch), or move the GPU; on cloud SKUs,
+    check that the NIC-to-GPU mapping matches the vendor's topology.""")
+def numa_nearest_nic(ctx):
+    ctx.need("gpus", "nics")
+    numa_of = dict((n["address"], n["numa_node"]) for n in ctx.facts["nics"] if n.get("address"))
+    numa_of.update((r["address"], r["numa_node"]) for r in ctx.facts.get("rdma") or [] if r.get("address"))
+    if not numa_of:
+        raise NotApplicable("no PCI NIC on this host")
+    for gpu in ctx.facts["gpus"]:
+        nearest = gpu.get("nearest_nics") or []
+        if gpu["numa_node"] is None or not nearest:
+            continue
+        nodes = [numa_of.get(n["nic"]) for n in nearest]
+        if all(node is not None and node != gpu["numa_node"] for node in nodes):
+            ctx.finding(gpu["address"], "GPU %s on NUMA %d: nearest NIC %s on NUMA %s"
+                        % (gpu["address"], gpu["numa_node"], "/".join(nearest[0]["nic_names"]) or nearest[0]["nic"],
+                           ",".join(str(n) for n in sorted(set(nodes)))),
+                        {"gpu_numa_node": gpu["numa_node"], "nearest_nics": nearest})
+
+
+@host_rule(
+    "NUMA-002", "GPU without a NIC of its own on its socket", "warn",
+    """With one NIC per GPU (the usual rail layout), each GPU should have its own NIC behind the same PCIe
+    switch or at least the same socket. When NICs and GPUs are paired one to one by closeness, a GPU whose
+    partner NIC is across the socket link (SYS) sends its share of every collective through UPI/xGMI.""",
+    """Balance NICs across sockets to match the GPUs (one per GPU, under the GPU's PCIe switch), or pin
+    that GPU's traffic to a local NIC.""")
+def numa_paired_nic(ctx):
+    ctx.need("gpus", "paths")
+    gpus = [g["address"] for g in ctx.facts["gpus"]]
+    fast = set(r["address"] for r in ctx.facts.get("rdma") or [] if r.get("address"))
+    if not fast:
+        fast = set(n["address"] for n in ctx.facts.get("nics") or [] if n.get("address") and (n.get("speed_mbps") or 0) >= 100000)
+    if not gpus or len(fast) < len(gpus):
+        raise NotApplicable("fewer high-speed NICs (%d) than GPUs (%d): no one-to-one pairing" % (len(fast), len(gpus)))
+    from ansible_collections.gpuops.fabric.plugins.module_utils._facts import path_rank
+    pairs = sorted((path_rank(p["type"]), p["gpu"], p["nic"], p) for p in ctx.facts["paths"]["gpu_nic"]
+                   if p["nic"] in fast)
+    taken_gpu, taken_nic = set(), set()
+    for _rank, gpu, nic, path in pairs:
+        if gpu in taken_gpu or nic in taken_nic:
+            continue
+        taken_gpu.add(gpu)
+        taken_nic.add(nic)
+        if path["type"] == "SYS":
+            ctx.finding(gpu, "GPU %s pairs with NIC %s across the socket link (SYS)"
+                        % (gpu, "/".join(path["nic_names"]) or nic), {"path": path})
+
+
+@host_rule(
+    "NUMA-003", "GPU or NIC locality unknown", "warn",
+    """When the firmware does not say which NUMA node a device belongs to (numa_node -1), neither the
+    kernel nor NCCL can place memory and threads next to it, and path types between host bridges cannot be
+    told apart from socket crossings.""",
+    """Enable NUMA/SRAT reporting in the BIOS (e.g. "NUMA" on, sub-NUMA clustering consistent), update
+    the firmware, and check /sys/bus/pci/devices/*/numa_node.""")
+def numa_unknown(ctx):
+    ctx.need("pci")
+    if not ctx.facts.get("numa") or ctx.facts["numa"]["count"] < 2:
+        raise NotApplicable("a single NUMA node: locality does not matter")
+    for dev in ctx.facts["pci"]:
+        if dev["kind"] in ("gpu", "accelerator", "nic", "rdma") and dev["numa_node"] is None:
+            ctx.finding(dev["address"], "%s %s has no NUMA node (firmware reports -1)" % (dev["kind"], dev["address"]),
+                        {"numa_node": None, "local_cpus": dev["local_cpus"]})
+
+
+# ---- network ----------------------------------------------------------------------------------------
+@host_rule(
+    "NET-001", "Link slower than expected", "fail",
+    """A port that negotiated below its expected speed (25G at 10G, 100G at 40G) caps every flow through it.
+    Auto-negotiation against a wrong cable or a switch port configured lower is the usual cause.""",
+    """Check the cable/transceiver and the switch port speed; `ethtool <if>` shows what was negotiated and
+    what both ends advertise.""")
+def net_speed(ctx):
+    ctx.need("nics")
+    if not ctx.expect.get("nics"):
+        raise NotApplicable("no fabric_expectations.nics")
+    for nic in ctx.facts["nics"]:
+        entry = expected_nic(ctx.expect, nic["name"])
+        if entry is None or not entry.get("speed_mbps"):
+            continue
+        if nic["speed_mbps"] is None:
+            continue  # link down: NET-003 reports it
+        if nic["speed_mbps"] < entry["speed_mbps"]:
+            message = "%s runs at %d Mb/s, expected %d Mb/s" % (nic["name"], nic["speed_mbps"], entry["speed_mbps"])
+            ctx.finding(nic["name"], message,
+                        {"speed_mbps": nic["speed_mbps"], "expected_speed_mbps": entry["speed_mbps"]})
+
+
+@host_rule(
+    "NET-003", "Link down", "fail",
+    """An expected interface without carrier carries nothing; a bond runs degraded, a network is cut off.""",
+    """Check the cable, transceiver and the switch port (admin state, errdisable), then `ip link show`.""")
+def net_carrier(ctx):
+    ctx.need("nics")
+    for nic in ctx.facts["nics"]:
+        if nic["kind"] not in ("physical", "bond", "vlan", "ipoib"):
+            continue
+        down = nic["carrier"] is False or nic["operstate"] in ("down", "lowerlayerdown")
+        if not down:
+            continue
+        expected = expected_nic(ctx.expect, nic["name"]) is not None or nic.get("bond_master")
+        ctx.finding(nic["name"], "%s is %s (no carrier)%s" % (
+            nic["name"], nic["operstate"] or "down", "" if expected else "; not an expected interface"),
+            {"operstate": nic["operstate"], "carrier": nic["carrier"]}, severity=None if expected else "info")
+
+
+@host_rule(
+    "NET-004", "MTU differs from the expected MTU", "fail",
+    """Jumbo frames only help when every hop carries them: an interface left at 1500 on a 9000 network
+    fragments or drops large frames (TCP falls back to small segments, RDMA fails outright).""",
+    """Set the MTU on the interface and on everything it rides on (bond, parent), persistently in the
+    network configuration; check the switch ports carry the same frame size.""")
+def net_mtu(ctx):
+    ctx.need("nics")
+    if not ctx.expect.get("nics"):
+        raise NotApplicable("no fabric_expectations.nics")
+    for nic in ctx.facts["nics"]:
+        entry = expected_nic(ctx.expect, nic["name"])
+        if entry is None or not entry.get("mtu") or nic["mtu"] is None:
+            continue
+        if nic["mtu"] != entry["mtu"]:
+            ctx.finding(nic["name"], "%s has MTU %d, expected %d" % (nic["name"], nic["mtu"], entry["mtu"]),
+                        {"mtu": nic["mtu"], "expected_mtu": entry["mtu"]})
+
+
+@host_rule(
+    "NET-005", "VLAN MTU above its parent's", "fail",
+    """A VLAN can never send frames larger than its parent (bond or port) carries; a 9000-byte VLAN on a
+    1500-byte bond is capped at 1500 and large frames are dropped.""",
+    """Raise the parent's MTU to at least the largest MTU of what rides on it (members, bond, then VLAN).""")
+def net_vlan_parent_mtu(ctx):
+    ctx.need("vlans", "nics")
+    mtu = dict((n["name"], n["mtu"]) for n in ctx.facts["nics"])
+    for vlan in ctx.facts["vlans"]:
+        parent = mtu.get(vlan["parent"])
+        if vlan["mtu"] and parent and vlan["mtu"] > parent:
+            ctx.finding(vlan["name"], "VLAN %s has MTU %d above its parent %s (%d)"
+                        % (vlan["name"], vlan["mtu"], vlan["parent"], parent),
+                        {"mtu": vlan["mtu"], "parent": vlan["parent"], "parent_mtu": parent})
+
+
+@inventory_rule(
+    "NET-002", "Speed or MTU differs across the inventory", "warn",
+    """Hosts on the same network should run the same link speed and MTU: one slower host slows every
+    collective it takes part in, and an MTU mismatch breaks large frames between some pairs only.""",
+    """Make the outliers match the rest (cable, switch port, network configuration).""")
+def net_consistency(ctx, hosts):
+    groups = {}
+    for host, (facts, expect) in hosts.items():
+        for nic in facts.get("nics") or []:
+            entry = expected_nic(expect, nic["name"])
+            if entry is not None:
+                groups.setdefault(entry["name"], []).append((host, nic))
+    if not groups:
+        raise NotApplicable("no fabric_expectations.nics on any host")
+    for pattern, members in sorted(groups.items()):
+        entry = [e for e in hosts[members[0][0]][1]["nics"] if e["name"] == pattern][0]
+        for field in ("mtu", "speed_mbps"):
+            if entry.get(field):
+                continue  # an expected value: NET-001 / NET-004 judge each host against it
+            values = {}
+            for host, nic in members:
+                if nic[field] is not None:
+                    values.setdefault(nic[field], []).append((host, nic["name"]))
+            if len(values) < 2:
+                continue
+            counts = sorted((len(v) for v in values.values()), reverse=True)
+            majority = max(values, key=lambda v: len(values[v])) if counts[0] > counts[1] else None
+            distribution = dict((str(k), len(v)) for k, v in sorted(values.items()))
+            for value, where in sorted(values.items()):
+                if value == majority:
+                    continue
+                for host, name in where:
+                    if majority is None:
+                        message = "%s %s is %s; %s interfaces differ across the inventory (%s)" % (
+                            name, field, value, pattern, ", ".join("%s on %d" % kv for kv in distribution.items()))
+                    else:
+                        message = "%s %s is %s where most %s interfaces have %s" % (
+                            name, field, value, pattern, majority)
+                    ctx.finding(name, message, {"field": field, "value": value, "majority": majority,
+                                                "pattern": pattern, "distribution": distribution}, host=host)
+
+
+# ---- bonds ------------------------------------------------------------------------------------------
+def _bonds(ctx):
+    ctx.need("bonds")
+    if not ctx.facts["bonds"]:
+        raise NotApplicable("no bond on this host")
+    return ctx.facts["bonds"]
+
+
+@host_rule(
+    "BOND-001", "Bond member down", "fail",
+    """A bond with a member down runs at a fraction of its bandwidth, without redundancy, and often unnoticed.""",
+    """Check the member's cable, transceiver and switch port; `cat /proc/net/bonding/<bond>` shows the state.""")
+def bond_member_down(ctx):
+    for bond in _bonds(ctx):
+        for member in bond["members"]:
+            if member["mii_status"] not in (None, "up"):
+                ctx.finding("%s/%s" % (bond["name"], member["name"]), "%s member %s is %s"
+                            % (bond["name"], member["name"], member["mii_status"]),
+                            {"mii_status": member["mii_status"], "link_failure_count": member["link_failure_count"]})
+
+
+@host_rule(
+    "BOND-002", "No LACP partner", "fail",
+    """An 802.3ad bond whose members see no LACP partner (partner MAC all zeros) is not aggregated by the
+    switch: traffic uses one link at best, or the bond falls back to a single port.""",
+    """Configure an LACP port-channel (MLAG across two switches) on the switch ports of this bond's members,
+    with matching speed and LACP rate.""")
+def bond_lacp_partner(ctx):
+    lacp = [b for b in _bonds(ctx) if b["mode"] == "802.3ad"]
+    if not lacp:
+        raise NotApplicable("no 802.3ad bond")
+    for bond in lacp:
+        for member in bond["members"]:
+            if member["has_partner"] is False:
+                ctx.finding("%s/%s" % (bond["name"], member["name"]), "%s member %s has no LACP partner"
+                            % (bond["name"], member["name"]), {"partner_mac": member["partner_mac"]})
+
+
+@host_rule(
+    "BOND-003", "Bond members in different aggregators", "fail",
+    """In 802.3ad only the members of the active aggregator carry traffic; members in other aggregators
+    (different switch, different LACP key, mismatched speed) sit idle.""",
+    """Put all members' switch ports in one port-channel (or one MLAG pair) with the same speed and settings.""")
+def bond_aggregators(ctx):
+    lacp = [b for b in _bonds(ctx) if b["mode"] == "802.3ad"]
+    if not lacp:
+        raise NotApplicable("no 802.3ad bond")
+    for bond in lacp:
+        ids = dict((m["name"], m["aggregator_id"]) for m in bond["members"] if m["aggregator_id"] is not None)
+        if len(set(ids.values())) > 1:
+            ctx.finding(bond["name"], "%s members are in %d aggregators: %s" % (
+                bond["name"], len(set(ids.values())), ", ".join("%s=%s" % kv for kv in sorted(ids.items()))),
+                {"aggregator_ids": ids, "active_aggregator_id": bond["active_aggregator_id"]})
+
+
+@host_rule(
+    "BOND-004", "Bond members at different speeds", "warn",
+    """Members at different speeds cannot share an 802.3ad aggregator, and in other modes the slower member
+    caps the flows hashed onto it.""",
+    """Use members of one speed; check cables and switch port speeds of the slower member.""")
+def bond_speeds(ctx):
+    for bond in _bonds(ctx):
+        speeds = dict((m["name"], m["speed_mbps"]) for m in bond["members"] if m["speed_mbps"])
+        if len(set(speeds.values())) > 1:
+            ctx.finding(bond["name"], "%s members run at different speeds: %s" % (
+                bond["name"], ", ".join("%s=%d Mb/s" % kv for kv in sorted(speeds.items()))), {"speeds": speeds})
+
+
+# ---- GPUDirect RDMA ---------------------------------------------------------------------------------
+@host_rule(
+    "GDR-001", "GPUDirect RDMA module not loaded", "fail",
+    """With RDMA, NCCL moves data between GPU memory and the NIC directly only when nvidia_peermem (or the
+    older nv_peer_mem) is loaded; without it every transfer is staged through host memory.""",
+    """Load it (`modprobe nvidia_peermem`) and make it persistent (/etc/modules-load.d), or install the
+    MLNX_OFED/DOCA package that provides nv_peer_mem.""")
+def gdr_peermem(ctx):
+    if not ctx.expect.get("rdma"):
+        raise NotApplicable("RDMA not intended (fabric_expectations.rdma is false)")
+    ctx.need("gpus")
+    if not any(g["vendor"] == "nvidia" for g in ctx.facts["gpus"]):
+        raise NotApplicable("no NVIDIA GPU")
+    modules = ctx.facts.get("kernel_modules")
+    if modules is None:
+        raise NotApplicable("kernel module state not in these facts (capture without /sys/module)")
+    if not (modules.get("nvidia_peermem") or modules.get("nv_peer_mem")):
+        ctx.finding("nvidia_peermem", "neither nvidia_peermem nor nv_peer_mem is loaded",
+                    {"nvidia_peermem": modules.get("nvidia_peermem"), "nv_peer_mem": modules.get("nv_peer_mem")})

@@ -1,0 +1,137 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: validate
+short_description: Check every host's topology against the deployment checklist and write audit reports
+version_added: 0.1.0
+description:
+  - Runs once, on the controller, over the C(gpuops_fabric) facts of all hosts (from M(gpuops.fabric.topology_facts)).
+    Per-host rules and cross-inventory rules come from one catalog; each finding has a rule id, severity
+    (C(fail), C(warn), C(info)), host, subject, message, evidence and remediation.
+  - Expectations (C(fabric_expectations)) and waivers (C(fabric_waivers)) are read from each host's variables
+    and validated first; a malformed one fails the task with the key path and value, before anything is evaluated.
+    Run with O(validate_only=true) in a play before any host is contacted.
+  - A waiver names a rule id, a host pattern, optionally a subject pattern, a reason and an expiry date. An
+    expired waiver stops hiding its finding and the finding says so.
+  - Writes C(report.json), C(report.md), C(junit.xml) and C(report.html) to O(report_dir) on the controller
+    (atomically). Nothing is changed on any host; reports are written in check mode too.
+  - Hosts whose facts step was unreachable or failed (register it as C(fabric_audit_gather) with
+    C(ignore_unreachable)/C(ignore_errors)) are listed with that status; the others are still audited.
+  - This is an action plugin; the module file only carries its documentation.
+author:
+  - gpuops.fabric maintainers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.fabric.attributes
+  - gpuops.fabric.attributes.actiongroup
+attributes:
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+  bypass_host_loop:
+    description: Forces a 'global' task that does not execute per host, this bypasses per host templating and serial,
+      throttle and other loop considerations.
+    support: none
+  check_mode:
+    support: full
+    details:
+      - Hosts are never changed; the reports on the controller are written in check mode as well.
+  diff_mode:
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
+    platforms: posix
+  idempotent:
+    description: Running the action again with the same input gives the same result and changes nothing.
+    support: full
+options:
+  hosts:
+    description:
+      - The hosts to audit. Defaults to all hosts of the play (C(ansible_play_hosts_all)). From a play on
+        C(localhost), pass the inventory hosts, for example C("{{ query('inventory_hostnames', 'all') }}").
+    type: list
+    elements: str
+  report_dir:
+    description:
+      - Directory on the controller for the reports; created when missing.
+      - Defaults to the C(fabric_report_dir) variable, else C(fabric-report) in the current directory.
+    type: path
+  formats:
+    description: Which reports to write.
+    type: list
+    elements: str
+    choices: [json, md, junit, html]
+    default: [json, md, junit, html]
+  fail_on:
+    description:
+      - Fail the task when findings of this severity remain (not waived). C(fail) fails on fail findings,
+        C(warn) on fail or warn findings, C(never) only reports.
+      - Defaults to the C(fabric_audit_fail_on) variable, else C(fail).
+    type: str
+    choices: [fail, warn, never]
+  validate_only:
+    description: Only validate expectations and waivers of O(hosts); evaluate nothing, write nothing.
+    type: bool
+    default: false
+  today:
+    description: The date waivers are judged against (YYYY-MM-DD); defaults to today. For tests and replays.
+    type: str
+notes:
+  - "Expectations: C(fabric_expectations.gpu.width) and C(.generation) override the GPUs' own maxima (some
+    cards are x8 by design); C(fabric_expectations.nics) is a list of C(name) (a shell pattern), C(speed_mbps)
+    and C(mtu); C(fabric_expectations.rdma) says RDMA/GPUDirect is intended."
+  - The rule catalog, with why each rule matters and how to fix it, is in every report and in docs/validation.md.
+seealso:
+  - module: gpuops.fabric.topology_facts
+"""
+
+EXAMPLES = r"""
+- name: Validate the policy before contacting hosts
+  gpuops.fabric.validate:
+    hosts: "{{ query('inventory_hostnames', 'gpu_nodes') }}"
+    validate_only: true
+  run_once: true
+  delegate_to: localhost
+
+- name: Evaluate and write the reports
+  gpuops.fabric.validate:
+    report_dir: /srv/audit/{{ ansible_date_time.date | default('latest') }}
+    fail_on: fail
+  run_once: true
+"""
+
+RETURN = r"""
+summary:
+  description: Host and finding counts.
+  returned: when evaluated
+  type: dict
+  sample: {hosts: 13, audited: 13, unreachable: 0, failed: 0, findings: {fail: 12, warn: 9, info: 10}, waived: 1}
+findings:
+  description: Findings not waived, each with C(id), C(title), C(severity), C(host), C(subject), C(message),
+    C(evidence), C(remediation), C(waived).
+  returned: when evaluated
+  type: list
+  elements: dict
+lines:
+  description: One line per finding not waived, most severe first, for a console summary.
+  returned: when evaluated
+  type: list
+  elements: str
+  sample: ["[fail] node017 PCIE-001 0000:19:00.0: GPU 0000:19:00.0 runs at x8, expected x16"]
+report_files:
+  description: Paths of the reports written.
+  returned: when evaluated
+  type: list
+  elements: str
+  sample: [/work/fabric-report/report.json, /work/fabric-report/report.md]
+"""

@@ -1,0 +1,197 @@
+"""Each rule: a passing and a failing case, on real captures where they show the condition, on the
+hand-written nodes, and on hand-edited copies of their facts (each edit says what it plants)."""
+
+import copy
+
+import pytest
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._rules import CATALOG, evaluate_host, evaluate_inventory
+
+NO_EXPECT = {"gpu": {"width": None, "generation": None}, "nics": [], "rdma": False}
+DGX_EXPECT = {"gpu": {"width": 16, "generation": 5},
+              "nics": [{"name": "ens*np0", "speed_mbps": 400000, "mtu": 9000},
+                       {"name": "enp193s0f*", "speed_mbps": 100000, "mtu": 9000},
+                       {"name": "bond0*", "speed_mbps": None, "mtu": 9000}],
+              "rdma": True}
+
+
+@pytest.fixture(scope="module")
+def healthy(roots):
+    return gather(root=roots["dgx8"])
+
+
+@pytest.fixture(scope="module")
+def broken(roots):
+    return gather(root=roots["dgx8-broken"])
+
+
+def run(facts, expect=None, host="node"):
+    findings, outcomes = evaluate_host(host, facts, expect or NO_EXPECT)
+    return findings, outcomes
+
+
+def ids(findings, severity=None):
+    return sorted(set(f["id"] for f in findings if severity is None or f["severity"] == severity))
+
+
+def of(findings, rule_id):
+    return [f for f in findings if f["id"] == rule_id]
+
+
+def test_catalog_entries_are_complete():
+    for rule in CATALOG.values():
+        assert rule.id.split("-")[0] in ("PCIE", "NUMA", "NET", "BOND", "GDR", "NCCL", "PERF")
+        assert rule.title and rule.description and rule.remediation and rule.severity in ("fail", "warn", "info")
+
+
+def test_healthy_node_passes_everything(healthy):
+    findings, outcomes = run(healthy, DGX_EXPECT)
+    assert findings == []
+    assert set(s for s, _why in outcomes.values()) == {"pass"}
+
+
+def test_broken_twin_shows_each_planted_fault(broken):
+    findings, _outcomes = run(broken, DGX_EXPECT)
+    assert ids(findings) == ["BOND-002", "BOND-003", "GDR-001", "NET-004", "NUMA-002", "PCIE-001", "PCIE-003"]
+    assert [f["subject"] for f in of(findings, "PCIE-001")] == ["0000:19:00.0"]
+    assert [f["subject"] for f in of(findings, "PCIE-003")] == ["0000:c1:00"]
+    assert of(findings, "PCIE-003")[0]["evidence"]["needed_gbytes_per_s"] == 25.0
+    assert [f["subject"] for f in of(findings, "NUMA-002")] == ["0000:15:00.0"]
+    assert sorted(f["subject"] for f in of(findings, "NET-004")) == ["bond0", "bond0.100"]
+    assert sorted(f["subject"] for f in of(findings, "BOND-002")) == ["bond0/eno1", "bond0/eno2"]
+    for finding in findings:
+        assert set(finding) >= {"id", "severity", "host", "subject", "message", "evidence", "remediation"}
+
+
+def test_pcie_001_expectation_for_x8_cards(broken):
+    expect = copy.deepcopy(DGX_EXPECT)
+    expect["gpu"]["width"] = 8  # e.g. inference cards that are x8 by design
+    findings, _outcomes = run(broken, expect)
+    assert not of(findings, "PCIE-001")
+
+
+def _with_nvml(facts, address, **values):
+    facts = copy.deepcopy(facts)
+    gpu = [g for g in facts["gpus"] if g["address"] == address][0]
+    gpu["nvml"] = dict({"max_generation": 5, "max_width": 16, "current_width": 16}, **values)
+    return facts
+
+
+def test_pcie_002_busy_gpu_below_max_fails(healthy):
+    facts = _with_nvml(healthy, "0000:15:00.0", current_generation=4, performance_state=0)  # planted: P0 at Gen4
+    (finding,) = of(run(facts)[0], "PCIE-002")
+    assert finding["severity"] == "fail" and "while busy" in finding["message"]
+
+
+def test_pcie_002_idle_gpu_is_info_never_fail(healthy):
+    facts = _with_nvml(healthy, "0000:15:00.0", current_generation=1, performance_state=8)  # planted: idle Gen1
+    (finding,) = of(run(facts)[0], "PCIE-002")
+    assert finding["severity"] == "info" and "cannot judge at idle" in finding["message"]
+
+
+def test_pcie_004_real_power8_parent_narrower(realdata):
+    facts = gather(source="hwloc_xml", path=realdata("hwloc-xml-power8-p100-nvlink", "power8gpudistances.xml"))
+    findings = of(run(facts)[0], "PCIE-004")
+    assert len(findings) == 4 and all("7.9 GB/s" in f["message"] for f in findings)
+
+
+def test_pcie_004_passes_on_hp_sl390(realdata):
+    facts = gather(source="hwloc_xml", path=realdata("hwloc-xml-hp-sl390-3gpu-ib", "24em64t-2n6c2t-pci.xml"))
+    assert not of(run(facts)[0], "PCIE-004")
+
+
+def test_pcie_003_real_qlogic_in_gen3_x4(roots):
+    facts = gather(root=roots["hwloc-westmere-qib-4numa"])
+    (finding,) = of(run(facts)[0], "PCIE-003")
+    assert finding["subject"] == "0000:43:00" and "32 Gb/s" in finding["message"]  # QDR 40 Gb/s signal, 32 data
+
+
+def test_numa_001_real_hp_sl390(realdata):
+    facts = gather(source="hwloc_xml", path=realdata("hwloc-xml-hp-sl390-3gpu-ib", "24em64t-2n6c2t-pci.xml"))
+    findings = of(run(facts)[0], "NUMA-001")
+    assert sorted(f["subject"] for f in findings) == ["0000:11:00.0", "0000:14:00.0"]
+
+
+def test_numa_001_passes_when_nic_is_local(roots):
+    facts = gather(root=roots["hwloc-xeonphi-mlx4-2numa"])
+    findings, outcomes = run(facts)
+    assert not of(findings, "NUMA-001") and outcomes["NUMA-001"][0] == "pass"
+
+
+def test_numa_002_not_applicable_without_rails(realdata):
+    facts = gather(source="hwloc_xml", path=realdata("hwloc-xml-hp-sl390-3gpu-ib", "24em64t-2n6c2t-pci.xml"))
+    assert run(facts)[1]["NUMA-002"][0] == "not_applicable"
+
+
+def test_numa_003_real_westmere_unknown_locality(roots):
+    findings = of(run(gather(root=roots["hwloc-westmere-qib-4numa"]))[0], "NUMA-003")
+    assert sorted(f["subject"] for f in findings) == ["0000:02:00.0", "0000:02:00.1", "0000:03:00.0", "0000:03:00.1"]
+
+
+def test_net_001_slower_link(healthy):
+    expect = copy.deepcopy(DGX_EXPECT)
+    expect["nics"][0]["speed_mbps"] = 800000  # planted: an 800G expectation on 400G ports
+    findings = of(run(healthy, expect)[0], "NET-001")
+    assert len(findings) == 8 and findings[0]["evidence"]["expected_speed_mbps"] == 800000
+
+
+def test_net_003_expected_link_down_fails_unused_is_info(healthy, roots):
+    facts = copy.deepcopy(healthy)
+    nic = [n for n in facts["nics"] if n["name"] == "ens3np0"][0]
+    nic.update(operstate="down", carrier=False, speed_mbps=None)  # planted: cable pulled
+    (finding,) = of(run(facts, DGX_EXPECT)[0], "NET-003")
+    assert finding["severity"] == "fail" and finding["subject"] == "ens3np0"
+    real = of(run(gather(root=roots["hwloc-xeonphi-mlx4-2numa"]))[0], "NET-003")
+    assert [(f["subject"], f["severity"]) for f in real] == [("eth1", "info")]
+
+
+def test_net_005_vlan_above_parent(healthy):
+    facts = copy.deepcopy(healthy)
+    [n for n in facts["nics"] if n["name"] == "bond0"][0]["mtu"] = 1500  # planted: bond left at 1500
+    (finding,) = of(run(facts)[0], "NET-005")
+    assert finding["subject"] == "bond0.100" and finding["evidence"]["parent_mtu"] == 1500
+
+
+def test_net_002_inventory_consistency(healthy):
+    slow = copy.deepcopy(healthy)
+    for nic in slow["nics"]:
+        if nic["name"].startswith("ens"):
+            nic["speed_mbps"] = 200000  # planted: one host's rail ports at 200G
+    expect = {"gpu": {}, "nics": [{"name": "ens*np0", "speed_mbps": None, "mtu": None}], "rdma": False}
+    hosts = {"a": (healthy, expect), "b": (healthy, expect), "c": (slow, expect)}
+    findings, outcomes = evaluate_inventory(hosts)
+    assert outcomes["NET-002"][0] == "findings"
+    assert set(f["host"] for f in findings) == {"c"} and len(findings) == 8
+    findings, outcomes = evaluate_inventory({"a": (healthy, expect), "b": (healthy, expect)})
+    assert outcomes["NET-002"][0] == "pass"
+
+
+def test_bond_001_and_004(healthy):
+    facts = copy.deepcopy(healthy)
+    member = facts["bonds"][0]["members"][1]
+    member.update(mii_status="down", speed_mbps=1000)  # planted: one member down and renegotiated at 1G
+    findings = run(facts)[0]
+    assert [f["subject"] for f in of(findings, "BOND-001")] == ["bond0/eno2"]
+    assert [f["subject"] for f in of(findings, "BOND-004")] == ["bond0"]
+
+
+def test_bond_rules_not_applicable_without_bonds(roots):
+    outcomes = run(gather(root=roots["hwloc-xeonphi-mlx4-2numa"]))[1]
+    assert all(outcomes[r][0] == "not_applicable" for r in ("BOND-001", "BOND-002", "BOND-003", "BOND-004"))
+
+
+def test_gdr_001_only_when_rdma_intended(broken):
+    assert run(broken, dict(DGX_EXPECT, rdma=False))[1]["GDR-001"][0] == "not_applicable"
+    assert of(run(broken, DGX_EXPECT)[0], "GDR-001")
+
+
+def test_gdr_001_unknown_modules_is_not_a_pass(realdata):
+    facts = gather(source="hwloc_xml", path=realdata("hwloc-xml-hp-sl390-3gpu-ib", "24em64t-2n6c2t-pci.xml"))
+    status, reason = run(facts, dict(NO_EXPECT, rdma=True))[1]["GDR-001"]
+    assert status == "not_applicable" and "kernel module state" in reason
+
+
+def test_missing_subset_is_not_applicable(healthy):
+    facts = dict((k, v) for k, v in healthy.items() if k not in ("bonds",))
+    assert run(facts)[1]["BOND-001"] == ("not_applicable", "facts subset 'bonds' was not gathered")
