@@ -26,15 +26,19 @@ def build_report(hosts, findings, outcomes, generated_at, collection_version=Non
     findings = sorted(findings, key=lambda f: (SEVERITY_RANK[f["severity"]], f["host"] or "", f["id"],
                                                str(f["subject"])))
     active = [f for f in findings if not f.get("waived")]
+    counts = dict((name, {"fail": 0, "warn": 0, "info": 0, "waived": 0}) for name in hosts)
+    for f in findings:
+        if f["host"] in counts:
+            counts[f["host"]]["waived" if f.get("waived") else f["severity"]] += 1
     host_rows = []
     for name in sorted(hosts):
-        mine = [f for f in active if f["host"] == name]
+        mine = counts[name]
         host_rows.append({
             "name": name,
             "status": hosts[name]["status"],
             "reason": hosts[name].get("reason"),
-            "counts": dict((sev, sum(1 for f in mine if f["severity"] == sev)) for sev in ("fail", "warn", "info")),
-            "waived": sum(1 for f in findings if f["host"] == name and f.get("waived")),
+            "counts": {"fail": mine["fail"], "warn": mine["warn"], "info": mine["info"]},
+            "waived": mine["waived"],
         })
     return {
         "schema_version": REPORT_SCHEMA_VERSION,

@@ -19,6 +19,7 @@ import fnmatch
 from collections import namedtuple
 
 SEVERITIES = ("fail", "warn", "info")
+_PATH_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4}
 SEVERITY_RANK = {"fail": 0, "warn": 1, "info": 2}
 
 Rule = namedtuple("Rule", "id title severity description remediation scope check")
@@ -122,10 +123,22 @@ def evaluate_inventory(hosts):
 
 
 # ---- expectations helpers ---------------------------------------------------------------------------
+_MATCHES = {}
+
+
+def _matches(name, pattern):
+    key = (name, pattern)
+    if key not in _MATCHES:
+        if len(_MATCHES) > 100000:
+            _MATCHES.clear()
+        _MATCHES[key] = fnmatch.fnmatchcase(name, pattern)
+    return _MATCHES[key]
+
+
 def expected_nic(expect, name):
     """The first expectation entry whose name pattern matches the interface, or None."""
     for entry in expect.get("nics") or ():
-        if fnmatch.fnmatchcase(name, entry["name"]):
+        if _matches(name, entry["name"]):
             return entry
     return None
 
@@ -194,33 +207,43 @@ def pcie_gpu_generation(ctx):
     """Move the card to a slot with enough lanes and generation (see the board manual), or check why the
     link trained lower than the card supports.""")
 def pcie_nic_slot(ctx):
-    ctx.need("nics", "pci")
+    ctx.need("nics")
     cards = {}
     for nic in ctx.facts["nics"]:
-        if nic.get("card") and nic.get("kind") in ("physical", "ipoib"):
-            cards.setdefault(nic["card"], []).append(nic)
+        card = nic.get("card")
+        if card and nic["kind"] in ("physical", "ipoib"):
+            cards.setdefault(card, []).append(nic)
+    rates = None
+    for card in sorted(cards):
+        nics = cards[card]
+        best = 0
+        for nic in nics:
+            port_gbps = nic["speed_mbps"] / 1000.0 if nic["speed_mbps"] else None
+            if port_gbps is None:
+                # A port without an Ethernet speed (InfiniBand, or down): its RDMA port's data rate.
+                rates = _rdma_rates(ctx.facts) if rates is None else rates
+                port_gbps = rates.get(nic["address"])
+            best = max(best, port_gbps or 0)
+        link = (nics[0].get("pci_link") or {}).get("current") or {}
+        slot = link.get("gbytes_per_s")
+        if not best or slot is None:
+            continue
+        ports = len(set(nic["address"] for nic in nics))
+        line_gbps = best * ports
+        if slot * 8 < line_gbps:
+            ctx.finding(card, "card %s: %d port(s) x %g Gb/s need %.1f GB/s, its slot gives %.1f GB/s (%s)"
+                        % (card, ports, best, line_gbps / 8, slot, _link_text(link)),
+                        {"ports": ports, "port_gbps": best, "needed_gbytes_per_s": line_gbps / 8, "slot": link})
+
+
+def _rdma_rates(facts):
     rates = {}
-    for rdma in ctx.facts.get("rdma") or []:
+    for rdma in facts.get("rdma") or []:
         for port in rdma["ports"]:
             data = _ib_data_gbps(port)
             if rdma.get("address") and data:
                 rates[rdma["address"]] = max(rates.get(rdma["address"], 0), data)
-    for card, nics in sorted(cards.items()):
-        functions = sorted(set(n["address"] for n in nics))
-        speeds = [_gbps(n["speed_mbps"]) or rates.get(n["address"]) for n in nics]
-        known = [s for s in speeds if s]
-        if not known:
-            continue
-        line_gbps = max(known) * len(functions)
-        link = ctx.pci().get(functions[0], {}).get("link", {}).get("current", {})
-        slot = link.get("gbytes_per_s")
-        if slot is None:
-            continue
-        if slot * 8 < line_gbps:
-            ctx.finding(card, "card %s: %d port(s) x %g Gb/s need %.1f GB/s, its slot gives %.1f GB/s (%s)"
-                        % (card, len(functions), max(known), line_gbps / 8, slot, _link_text(link)),
-                        {"ports": len(functions), "port_gbps": max(known), "needed_gbytes_per_s": line_gbps / 8,
-                         "slot": link})
+    return rates
 
 
 def _ib_data_gbps(port):
@@ -309,9 +332,8 @@ def numa_paired_nic(ctx):
         fast = set(n["address"] for n in ctx.facts.get("nics") or [] if n.get("address") and (n.get("speed_mbps") or 0) >= 100000)
     if not gpus or len(fast) < len(gpus):
         raise NotApplicable("fewer high-speed NICs (%d) than GPUs (%d): no one-to-one pairing" % (len(fast), len(gpus)))
-    from ansible_collections.gpuops.fabric.plugins.module_utils._facts import path_rank
-    pairs = sorted((path_rank(p["type"]), p["gpu"], p["nic"], p) for p in ctx.facts["paths"]["gpu_nic"]
-                   if p["nic"] in fast)
+    pairs = sorted((_PATH_RANK.get(p["type"], len(_PATH_RANK)), p["gpu"], p["nic"], p)
+                   for p in ctx.facts["paths"]["gpu_nic"] if p["nic"] in fast)
     taken_gpu, taken_nic = set(), set()
     for _rank, gpu, nic, path in pairs:
         if gpu in taken_gpu or nic in taken_nic:

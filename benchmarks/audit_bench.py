@@ -1,0 +1,106 @@
+"""Benchmark: the rule catalog over 10,000 synthetic hosts, and a whole audit of 64 hosts beside
+`ansible -m setup` on the same 64 hosts.
+
+Prints times and ratios; asserts nothing. Targets from the issue: rules over 10,000 hosts under 2 s on
+a 2-core machine; the 64-host audit at most 1.5x the setup run, with at most 3 module round trips per host.
+
+Run: .venv/bin/python benchmarks/audit_bench.py [--hosts N] [--audit-hosts M]
+"""
+
+import argparse
+import copy
+import datetime
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+sys.path.insert(0, os.path.join(REPO, "tests"))
+
+import conftest  # noqa: E402  (puts ansible_collections.gpuops.fabric on sys.path)
+import fixtures  # noqa: E402
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._audit import run_audit  # noqa: E402
+from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather  # noqa: E402
+from ansible_collections.gpuops.fabric.plugins.module_utils._report import RENDERERS  # noqa: E402
+
+assert conftest.COLLECTIONS_ROOT in sys.path
+EXPECT = {"gpu": {"width": 16, "generation": 5},
+          "nics": [{"name": "ens*np0", "speed_mbps": 400000, "mtu": 9000}, {"name": "bond0*", "mtu": 9000}],
+          "rdma": True}
+
+
+def bench_rules(roots, count):
+    templates = [gather(root=roots["dgx8"]), gather(root=roots["dgx8-broken"])]
+    inputs = {}
+    for index in range(count):
+        # Every 50th host is the broken twin; facts are shared objects, as hostvars would be distinct dicts.
+        facts = templates[1] if index % 50 == 0 else templates[0]
+        inputs["node%05d" % index] = {"facts": facts, "expectations": EXPECT}
+    start = time.perf_counter()
+    report, errors = run_audit(inputs, datetime.date.today(), "now")
+    evaluated = time.perf_counter() - start
+    assert not errors
+    start = time.perf_counter()
+    for render in RENDERERS.values():
+        render(report)
+    rendered = time.perf_counter() - start
+    print("rules over %d hosts: %.2f s evaluate (%d findings), %.2f s to render all four reports"
+          % (count, evaluated, len(report["findings"]), rendered))
+
+
+def bench_audit(roots, count):
+    work = tempfile.mkdtemp()
+    bindir = os.path.dirname(sys.executable)
+    try:
+        subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "build", "--output-path", work, REPO],
+                       check=True, capture_output=True)
+        tarball = [f for f in os.listdir(work) if f.endswith(".tar.gz")][0]
+        subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "install", "-p", work,
+                        os.path.join(work, tarball)], check=True, capture_output=True)
+        names = ["dgx8", "dgx8-broken", "hwloc-xeonphi-mlx4-2numa", "hwloc-westmere-qib-4numa"]
+        hosts = dict(("node%02d" % i, {"fabric_facts_root": roots[names[i % len(names)]]}) for i in range(count))
+        inventory = os.path.join(work, "inventory.yml")
+        with open(inventory, "w") as handle:
+            yaml.safe_dump({"all": {"vars": {"ansible_connection": "local", "fabric_expectations": EXPECT,
+                                             "fabric_audit_fail_on": "never",
+                                             "ansible_python_interpreter": sys.executable},
+                                    "hosts": hosts}}, handle)
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=work, ANSIBLE_FORKS="8", ANSIBLE_LOCALHOST_WARNING="0")
+
+        def timed(command):
+            start = time.perf_counter()
+            result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+            return time.perf_counter() - start, result
+
+        setup_s, setup = timed([os.path.join(bindir, "ansible"), "all", "-i", inventory, "-m", "setup"])
+        audit_s, audit = timed([os.path.join(bindir, "ansible-playbook"), "-i", inventory, "gpuops.fabric.audit",
+                                "-e", "fabric_report_dir=" + os.path.join(work, "report")])
+        for name, result in (("setup", setup), ("audit", audit)):
+            if result.returncode != 0:
+                print("%s failed (%d):\n%s\n%s" % (name, result.returncode, result.stdout[-2000:], result.stderr[-2000:]))
+        per_host_tasks = audit.stdout.count("ok: [node00]")
+        print("%d hosts, forks 8: ansible -m setup %.1f s; audit playbook %.1f s; ratio %.2f; "
+              "module round trips per host: %d" % (count, setup_s, audit_s, audit_s / setup_s, per_host_tasks))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=10000)
+    parser.add_argument("--audit-hosts", type=int, default=64)
+    args = parser.parse_args()
+    roots = fixtures.prepare(os.path.join(REPO, ".cache", "fixtures"))
+    bench_rules(roots, args.hosts)
+    bench_audit(roots, args.audit_hosts)
+
+
+if __name__ == "__main__":
+    main()
