@@ -8,7 +8,6 @@ Run: .venv/bin/python benchmarks/audit_bench.py [--hosts N] [--audit-hosts M]
 """
 
 import argparse
-import copy
 import datetime
 import os
 import shutil
