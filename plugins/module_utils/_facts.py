@@ -229,8 +229,28 @@ def _pci_fact(topo, dev):
         "link": device_links(dev),
         "parent": dev.parent,
         "chain": topo.ancestors(dev.address),
+        "acs": _acs_fact(dev),
         "host_bridge": dev.host_bridge,
     }
+
+
+# ACS Control bits (PCIe base spec, ACS Extended Capability).
+ACS_BITS = (("source_validation", 0x01), ("translation_blocking", 0x02), ("request_redirect", 0x04),
+            ("completion_redirect", 0x08), ("upstream_forwarding", 0x10), ("egress_control", 0x20),
+            ("direct_translated", 0x40))
+
+
+def _acs_fact(dev):
+    """For bridges: whether ACS could be read, is present, and which controls are on."""
+    if dev.kind not in ("root_port", "switch_upstream", "switch_downstream", "other_bridge"):
+        return None
+    fact = {"readable": dev.acs_readable, "present": dev.acs_control is not None,
+            "control": _hex(dev.acs_control) if dev.acs_control is not None else None}
+    for name, bit in ACS_BITS:
+        fact[name] = bool(dev.acs_control & bit) if dev.acs_control is not None else None
+    # Request or completion redirect sends peer-to-peer traffic up through the root complex.
+    fact["redirects_p2p"] = (bool(dev.acs_control & 0x0C) if dev.acs_control is not None else None)
+    return fact
 
 
 def _numa_facts(topo):

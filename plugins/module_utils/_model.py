@@ -54,6 +54,9 @@ class PciDevice:
     current_gbytes_hint: Optional[float] = None
     name: Optional[str] = None
     has_rdma: bool = False
+    # ACS Control register of a bridge, when its extended config space was readable (root, live sysfs).
+    acs_control: Optional[int] = None
+    acs_readable: bool = False
     kind: str = KIND_OTHER
 
 

@@ -567,3 +567,56 @@ def gdr_peermem(ctx):
     if not (modules.get("nvidia_peermem") or modules.get("nv_peer_mem")):
         ctx.finding("nvidia_peermem", "neither nvidia_peermem nor nv_peer_mem is loaded",
                     {"nvidia_peermem": modules.get("nvidia_peermem"), "nv_peer_mem": modules.get("nv_peer_mem")})
+
+
+@host_rule(
+    "GDR-002", "ACS redirect on a PCIe switch port between a GPU and its NIC", "fail",
+    """PCIe Access Control Services with request/completion redirect force peer-to-peer traffic up to the
+    root complex, so GPUDirect RDMA between a GPU and the NIC beside it either fails or crawls through the
+    CPU. Many BIOSes enable it by default for virtualization isolation.""",
+    """Disable ACS on the switch ports (BIOS option "ACS" / "PCIe ACS control", or `setpci` on the ports at boot)
+    on bare-metal GPU nodes that use GPUDirect; keep it only where VMs need IOMMU isolation.""")
+def gdr_acs(ctx):
+    if not ctx.expect.get("rdma"):
+        raise NotApplicable("RDMA not intended (fabric_expectations.rdma is false)")
+    ctx.need("gpus", "pci")
+    pci = ctx.pci()
+    unreadable = []
+    checked = 0
+    for gpu in ctx.facts["gpus"]:
+        for near in gpu.get("nearest_nics") or []:
+            if near["type"] not in ("PIX", "PXB"):
+                continue  # only a shared switch gives GPU<->NIC peer-to-peer below the root complex
+            nic = pci.get(near["nic"])
+            if nic is None:
+                continue
+            shared = set(gpu_chain(pci, gpu["address"])) & set(nic["chain"])
+            between = [b for b in gpu_chain(pci, gpu["address"]) + nic["chain"]
+                       if b not in shared or b == _lowest(shared, pci)]
+            for bridge in sorted(set(between)):
+                acs = (pci.get(bridge) or {}).get("acs")
+                if not acs or not acs["readable"]:
+                    unreadable.append(bridge)
+                    continue
+                checked += 1
+                if acs["redirects_p2p"]:
+                    ctx.finding("%s->%s" % (gpu["address"], near["nic"]),
+                                "ACS redirect on %s %s between GPU %s and NIC %s (control %s)" % (
+                                    pci[bridge]["kind"].replace("_", " "), bridge, gpu["address"],
+                                    "/".join(near["nic_names"]) or near["nic"], acs["control"]),
+                                {"bridge": bridge, "acs": acs})
+                    break
+    if not checked and unreadable:
+        raise NotApplicable("ACS not readable on %d bridge(s): extended config space needs root on the live node"
+                            % len(set(unreadable)))
+    if not checked:
+        raise NotApplicable("no GPU shares a PCIe switch with a NIC")
+
+
+def gpu_chain(pci, address):
+    return (pci.get(address) or {}).get("chain") or []
+
+
+def _lowest(bridges, pci):
+    """The deepest of a set of bridges (the one with the longest chain above it)."""
+    return max(bridges, key=lambda b: len((pci.get(b) or {}).get("chain") or [])) if bridges else None

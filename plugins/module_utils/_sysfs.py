@@ -47,7 +47,7 @@ _HOST_BRIDGE_RE = re.compile(r"^pci[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}$")
 _MAX_READ = 65536
 # The attribute files read per PCI function.
 _PCI_FILES = frozenset((
-    "uevent", "class", "vendor", "device", "subsystem_vendor", "subsystem_device", "numa_node",
+    "config", "uevent", "class", "vendor", "device", "subsystem_vendor", "subsystem_device", "numa_node",
     "local_cpulist", "local_cpus", "current_link_speed", "current_link_width", "max_link_speed", "max_link_width",
 ))
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -343,7 +343,21 @@ class SysfsReader:
             setattr(dev, which + "_gts", speed)
             setattr(dev, which + "_width", parse_link_width(text(which + "_link_width")))
         dev.has_rdma = "infiniband" in names
+        if dev.class_code is not None and dev.class_code >> 8 == 0x0604 and "config" in files:
+            dev.acs_readable, dev.acs_control = self._acs(prefix + "config")
         return dev
+
+    def _acs(self, path):
+        """(readable, ACS Control) from a bridge's config space; extended space needs root on a live system."""
+        try:
+            fd = os.open(path, _OPEN_FLAGS)
+            try:
+                data = os.read(fd, 4096)
+            finally:
+                os.close(fd)
+        except OSError:
+            return False, None
+        return parse_acs_control(data)
 
     def _node_of_cpus(self, cpus):
         matches = [node.node_id for node in self.topo.numa.values()
@@ -618,6 +632,29 @@ def _int_or_none(text):
         return int(text)
     except (TypeError, ValueError):
         return None
+
+
+PCI_EXT_CAP_ACS = 0x000D
+
+
+def parse_acs_control(config):
+    """Walk the PCIe extended capabilities (from offset 0x100) for ACS; return (readable, control).
+
+    ``readable`` is False when the config space stops at 256 bytes (not root, or a capture of the
+    standard header only); ``control`` is None when the device has no ACS capability.
+    """
+    if len(config) < 0x104:
+        return False, None
+    offset, seen = 0x100, set()
+    while offset and offset not in seen and offset + 8 <= len(config):
+        seen.add(offset)
+        header = int.from_bytes(config[offset:offset + 4], "little")
+        if header in (0, 0xFFFFFFFF):
+            break
+        if header & 0xFFFF == PCI_EXT_CAP_ACS:
+            return True, int.from_bytes(config[offset + 6:offset + 8], "little")
+        offset = (header >> 20) & 0xFFC
+    return True, None
 
 
 def parse_uevent(text):

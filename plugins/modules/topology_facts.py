@@ -167,6 +167,9 @@ ansible_facts:
               V(switch_downstream), V(other_bridge), V(other).
             - C(link) has C(current) and C(max), each with C(speed_gts), C(generation), C(width) and C(gbytes_per_s)
               (usable, one direction).
+            - C(acs) (bridges only) says whether the extended config space was C(readable) (root on the live node),
+              whether the ACS capability is C(present), its C(control) register, each control bit, and
+              C(redirects_p2p) (request or completion redirect on, which sends peer-to-peer through the CPU).
           type: list
           elements: dict
           returned: when pci is gathered

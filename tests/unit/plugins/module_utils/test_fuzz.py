@@ -18,6 +18,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._pcie import parse_l
 from ansible_collections.gpuops.fabric.plugins.module_utils._sysfs import (
     ipv4_from_gid,
     normalize_pci_address,
+    parse_acs_control,
     parse_proc_bonding,
 )
 
@@ -90,6 +91,14 @@ def test_truncated_sysfs_files(base_tree, index, cut):
     finally:
         with open(path, "wb") as handle:
             handle.write(original)
+
+
+@SETTINGS
+@given(data=st.binary(max_size=5000))
+def test_config_space_parser_never_raises(data):
+    readable, control = parse_acs_control(data)
+    assert readable == (len(data) >= 0x104)
+    assert control is None or 0 <= control <= 0xFFFF
 
 
 @SETTINGS

@@ -63,7 +63,7 @@ def test_junit_one_case_per_host_and_rule(report):
     assert len(suites["healthy"].findall("testcase")) == len(host_rules)
     assert suites["healthy"].get("failures") == "0"
     failed = sorted(c.get("name").split()[0] for c in suites["broken"].findall("testcase") if c.find("failure") is not None)
-    assert failed == ["BOND-003", "GDR-001", "PCIE-001", "PCIE-003"]  # BOND-002 waived, NUMA-002 is warn
+    assert failed == ["BOND-003", "GDR-001", "GDR-002", "PCIE-001", "PCIE-003"]  # BOND-002 waived, NUMA-002 warn
     gone = suites["gone"].findall("testcase")
     assert len(gone) == 1 and gone[0].find("error").get("type") == "unreachable"
     assert int(root.get("tests")) == sum(int(s.get("tests")) for s in suites.values())
@@ -73,7 +73,7 @@ def test_junit_one_case_per_host_and_rule(report):
 
 def test_markdown(report):
     text = render_markdown(report)
-    assert "| broken | audited | 4 |" in text
+    assert "| broken | audited | 12 |" in text
     assert "| gone | unreachable (ssh: connect to host 127.0.0.1 port 1) |" in text
     assert "## Waived" in text and "switch LAG pending" in text
     assert "NUMA-001 GPU's nearest NIC is on another NUMA node" in text

@@ -53,7 +53,8 @@ def test_healthy_node_passes_everything(healthy):
 
 def test_broken_twin_shows_each_planted_fault(broken):
     findings, _outcomes = run(broken, DGX_EXPECT)
-    assert ids(findings) == ["BOND-002", "BOND-003", "GDR-001", "NET-004", "NUMA-002", "PCIE-001", "PCIE-003"]
+    assert ids(findings) == ["BOND-002", "BOND-003", "GDR-001", "GDR-002", "NET-004", "NUMA-002", "PCIE-001",
+                             "PCIE-003"]
     assert [f["subject"] for f in of(findings, "PCIE-001")] == ["0000:19:00.0"]
     assert [f["subject"] for f in of(findings, "PCIE-003")] == ["0000:c1:00"]
     assert of(findings, "PCIE-003")[0]["evidence"]["needed_gbytes_per_s"] == 25.0
@@ -195,3 +196,19 @@ def test_gdr_001_unknown_modules_is_not_a_pass(realdata):
 def test_missing_subset_is_not_applicable(healthy):
     facts = dict((k, v) for k, v in healthy.items() if k not in ("bonds",))
     assert run(facts)[1]["BOND-001"] == ("not_applicable", "facts subset 'bonds' was not gathered")
+
+
+def test_gdr_002_acs_redirect_on_switch_ports(broken, healthy):
+    findings = of(run(broken, DGX_EXPECT)[0], "GDR-002")
+    assert len(findings) == 8
+    assert findings[0]["evidence"]["acs"]["control"] == "0x001d"
+    assert all("switch downstream" in f["message"] for f in findings)
+    assert run(healthy, DGX_EXPECT)[1]["GDR-002"] == ("pass", None)
+
+
+def test_gdr_002_cannot_judge_without_extended_config(realdata, roots):
+    status, reason = run(gather(root=roots["prometheus-procfs-pci-fragments"]), dict(NO_EXPECT, rdma=True))[1]["GDR-002"]
+    assert status == "not_applicable"
+    facts = gather(source="nccl_xml", path=realdata("rccl-mi300x-8gpu-cx7", "topo_8p_940.xml"))
+    status, reason = run(facts, dict(NO_EXPECT, rdma=True))[1]["GDR-002"]
+    assert status == "not_applicable" and "ACS not readable" in reason

@@ -157,3 +157,22 @@ class TestProcfsFragments:
         assert (e810["address"], e810["numa_node"], e810["driver"]) == ("0000:a2:00.0", 1, "ice")
         assert e810["pci_link"]["current"] == {"speed_gts": 16.0, "generation": 4, "width": 8, "gbytes_per_s": 15.754}
         assert by(fragments["pci"], "address", "0000:a2:00.0")["local_cpus"] == "64-127"
+
+
+def test_acs_parser():
+    from ansible_collections.gpuops.fabric.plugins.module_utils._sysfs import parse_acs_control
+    assert parse_acs_control(bytes(64)) == (False, None)  # header only: not root, or a capture
+    space = bytearray(4096)
+    space[0x100:0x104] = (0x0001 | (1 << 16) | (0x180 << 20)).to_bytes(4, "little")  # AER -> 0x180
+    space[0x180:0x184] = (0x000D | (1 << 16)).to_bytes(4, "little")                   # ACS, last
+    space[0x186:0x188] = (0x001D).to_bytes(2, "little")
+    assert parse_acs_control(bytes(space)) == (True, 0x1D)
+    loop = bytearray(4096)
+    loop[0x100:0x104] = (0x0001 | (0x100 << 20)).to_bytes(4, "little")  # points at itself
+    assert parse_acs_control(bytes(loop)) == (True, None)
+
+
+def test_capture_bridges_have_no_readable_acs(xeonphi):
+    bridges = [p for p in xeonphi["pci"] if p["kind"] == "root_port"]
+    assert bridges and all(p["acs"]["readable"] is False for p in bridges)
+    assert all(p["acs"] is None for p in xeonphi["pci"] if p["kind"] in ("nic", "rdma"))
