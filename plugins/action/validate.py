@@ -105,6 +105,8 @@ class ActionModule(ActionBase):
             "facts": facts,
             "expectations": hostvars.get("fabric_expectations"),
             "waivers": hostvars.get("fabric_waivers"),
+            "networks": hostvars.get("fabric_networks"),
+            "attachments": hostvars.get("fabric_attachments"),
             "status": status,
             "reason": reason,
         }

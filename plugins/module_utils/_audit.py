@@ -11,6 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._policy import (
     apply_waivers,
+    read_networks,
     validate_expectations,
     validate_waivers,
 )
@@ -30,8 +31,14 @@ def validate_inputs(inputs):
     for host in sorted(inputs):
         expect, errors = validate_expectations(inputs[host].get("expectations"))
         waivers, waiver_errors = validate_waivers(inputs[host].get("waivers"))
+        networks, network_errors = read_networks(inputs[host].get("networks"))
+        attachments = inputs[host].get("attachments")
+        if attachments is not None and not isinstance(attachments, dict):
+            network_errors.append("fabric_attachments: expected a mapping of network to device, got %r" % attachments)
+            attachments = None
+        expect = dict(expect, networks=networks, attachments=attachments or {})
         normalized[host] = (expect, waivers)
-        for error in errors + waiver_errors:
+        for error in errors + waiver_errors + network_errors:
             seen.setdefault(error, []).append(host)
     messages = []
     for error, hosts in sorted(seen.items()):

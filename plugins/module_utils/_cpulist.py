@@ -23,7 +23,7 @@ def parse_cpulist(text):
         if not part:
             return None
         lo, sep, hi = part.partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
+        if not lo.isdecimal() or (sep and not hi.isdecimal()):
             return None
         lo_i = int(lo)
         hi_i = int(hi) if sep else lo_i

@@ -437,6 +437,8 @@ def _nic_facts(topo):
             "numa_node": dev.numa_node if dev else None,
             "pci_link": device_links(dev) if dev else None,
             "rdma_devices": rdma,
+            "ipv4": net.ipv4,
+            "ipv6": net.ipv6,
             "bond_master": bond_of.get(net.name),
             "vlan": ({"id": topo.vlans[net.name].vlan_id, "parent": topo.vlans[net.name].parent}
                      if net.name in topo.vlans else None),

@@ -81,6 +81,9 @@ class NetDev:
     carrier: Optional[bool] = None
     mac: Optional[str] = None
     dev_port: Optional[int] = None
+    # "address/prefix" strings; None when the source has no addresses (captures, XML).
+    ipv4: Optional[List[str]] = None
+    ipv6: Optional[List[str]] = None
 
 
 @dataclass

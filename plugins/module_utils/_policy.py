@@ -11,6 +11,7 @@ __metaclass__ = type
 
 import datetime
 import fnmatch
+import ipaddress
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._pcie import GENERATIONS, VALID_WIDTHS
 from ansible_collections.gpuops.fabric.plugins.module_utils._rules import CATALOG
@@ -79,6 +80,43 @@ def validate_expectations(value, key="fabric_expectations"):
         errors.append("%s.rdma: %r must be true or false" % (key, rdma))
     else:
         result["rdma"] = rdma
+    return result, errors
+
+
+NETWORK_ROLES = ("management", "training", "storage")
+
+
+def read_networks(value, key="fabric_networks"):
+    """The parts of the network intent the checks use: {name: {"role", "subnets": [ip_network], ...}}.
+
+    The network role (issue: network intent) validates the whole intent; here only what the checks read
+    is checked, with errors that name the key.
+    """
+    errors, result = [], {}
+    if value is None:
+        return result, errors
+    if not isinstance(value, dict):
+        return result, ["%s: expected a mapping of network names, got %r" % (key, value)]
+    for name, net in sorted(value.items(), key=lambda kv: str(kv[0])):
+        where = "%s.%s" % (key, name)
+        if not isinstance(net, dict):
+            errors.append("%s: expected a mapping, got %r" % (where, net))
+            continue
+        role = net.get("role", name)
+        if role not in NETWORK_ROLES:
+            errors.append("%s.role: %r is not one of %s" % (where, role, ", ".join(NETWORK_ROLES)))
+        subnets = []
+        for field in ("subnet", "subnet6"):
+            if net.get(field) is None:
+                continue
+            try:
+                subnets.append(ipaddress.ip_network(str(net[field]), strict=True))
+            except ValueError as exc:
+                errors.append("%s.%s: %r is not a subnet (%s)" % (where, field, net[field], exc))
+        allow = net.get("allow_on_management", False)
+        if not isinstance(allow, bool):
+            errors.append("%s.allow_on_management: %r must be true or false" % (where, allow))
+        result[str(name)] = {"role": role, "subnets": subnets, "allow_on_management": allow is True}
     return result, errors
 
 

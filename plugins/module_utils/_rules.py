@@ -620,3 +620,104 @@ def gpu_chain(pci, address):
 def _lowest(bridges, pci):
     """The deepest of a set of bridges (the one with the longest chain above it)."""
     return max(bridges, key=lambda b: len((pci.get(b) or {}).get("chain") or [])) if bridges else None
+
+
+# ---- addressing (network intent plus the addresses on the hosts) -------------------------------------
+def _interface_addresses(facts):
+    """[(interface, ip_interface)] of global addresses in the facts (not loopback, not link-local)."""
+    import ipaddress
+    found = []
+    for nic in facts.get("nics") or []:
+        for text in (nic.get("ipv4") or []) + (nic.get("ipv6") or []):
+            try:
+                address = ipaddress.ip_interface(text)
+            except ValueError:
+                continue
+            if not (address.ip.is_loopback or address.ip.is_link_local):
+                found.append((nic["name"], address))
+    return found
+
+
+@inventory_rule(
+    "NET-006", "Networks with overlapping subnets", "fail",
+    """Management, training and storage networks must not overlap: overlapping subnets make routing
+    ambiguous, so training traffic can leave through the management interface (or the reverse) and
+    firewall or QoS rules apply to the wrong traffic.""",
+    """Give each network its own subnet (fabric_networks.<name>.subnet) and renumber the hosts on it.""")
+def net_subnet_overlap(ctx, hosts):
+    seen = {}
+    for _host, (_facts, expect) in sorted(hosts.items()):
+        for name, net in (expect.get("networks") or {}).items():
+            for subnet in net["subnets"]:
+                seen[(name, str(subnet))] = subnet
+    if not seen:
+        raise NotApplicable("no fabric_networks in the inventory")
+    items = sorted(seen.items())
+    for i, ((name_a, text_a), net_a) in enumerate(items):
+        for (name_b, text_b), net_b in items[i + 1:]:
+            if name_a != name_b and net_a.version == net_b.version and net_a.overlaps(net_b):
+                ctx.finding("%s/%s" % (name_a, name_b), "networks %s (%s) and %s (%s) overlap"
+                            % (name_a, text_a, name_b, text_b), {name_a: text_a, name_b: text_b})
+
+
+@inventory_rule(
+    "NET-007", "Address used by more than one host", "fail",
+    """Two hosts with one address break whichever of them the switches learned last: connections reset,
+    NCCL bootstrap hangs on the wrong peer, and the fault moves around as ARP caches expire.""",
+    """Give each host its own address (fabric_addresses or the allocation file), then check with
+    `arping -D` before bringing the interface up.""")
+def net_duplicate_addresses(ctx, hosts):
+    owners = {}
+    for host, (facts, _expect) in sorted(hosts.items()):
+        for iface, address in _interface_addresses(facts):
+            owners.setdefault(str(address.ip), []).append((host, iface))
+    if not owners:
+        raise NotApplicable("no host facts carry addresses (captures and XML sources have none)")
+    for ip, where in sorted(owners.items()):
+        distinct = sorted(set(host for host, _iface in where))
+        if len(distinct) > 1:
+            for host, iface in where:
+                ctx.finding(iface, "%s on %s is also used by %s" % (ip, iface, ", ".join(h for h in distinct if h != host)),
+                            {"address": ip, "hosts": distinct}, host=host)
+
+
+@host_rule(
+    "NET-008", "Training network on the management interface", "warn",
+    """Collective traffic on the management interface competes with SSH, monitoring and image pulls,
+    usually on a slower link, and a saturated training job can cut the node off from its controller.""",
+    """Attach the training network to its own interfaces or bond (fabric_attachments.training), or set
+    fabric_networks.<training>.allow_on_management: true where this is deliberate (small test clusters).""")
+def net_training_on_management(ctx):
+    networks = ctx.expect.get("networks") or {}
+    training = [(n, v) for n, v in networks.items() if v["role"] == "training"]
+    management = [(n, v) for n, v in networks.items() if v["role"] == "management"]
+    if not training or not management:
+        raise NotApplicable("fabric_networks names no training and management network")
+    attachments = ctx.expect.get("attachments") or {}
+    addresses = _interface_addresses(ctx.facts)
+    parent = dict((v["name"], v["parent"]) for v in ctx.facts.get("vlans") or [] if v.get("parent"))
+
+    def base(iface):
+        # A VLAN rides on its parent: bond0.100 is on bond0.
+        seen = set()
+        while iface in parent and iface not in seen:
+            seen.add(iface)
+            iface = parent[iface]
+        return iface
+
+    for mgmt_name, mgmt in management:
+        mgmt_ifaces = set(base(i) for i, a in addresses if any(a.ip in s for s in mgmt["subnets"]))
+        if attachments.get(mgmt_name):
+            mgmt_ifaces.add(base(attachments[mgmt_name]))
+        for name, net in training:
+            if net["allow_on_management"]:
+                continue
+            ifaces = set(base(i) for i, a in addresses if any(a.ip in s for s in net["subnets"]))
+            if attachments.get(name):
+                ifaces.add(base(attachments[name]))
+            shared = sorted(ifaces & mgmt_ifaces)
+            if shared:
+                ctx.finding(shared[0], "training network %s rides on %s, the management interface (%s)"
+                            % (name, shared[0], mgmt_name),
+                            {"training": name, "management": mgmt_name, "interfaces": shared,
+                             "attachments": dict((k, attachments.get(k)) for k in (name, mgmt_name))})

@@ -14,9 +14,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import ipaddress
 import os
 import re
 import stat
+import sys
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._cpulist import (
     format_cpulist,
@@ -193,7 +195,7 @@ class SysfsReader:
         base = self.path("sys/devices/system/node")
         ids = []
         for entry in self.listdir(base):
-            if entry.startswith("node") and entry[4:].isdigit():
+            if entry.startswith("node") and entry[4:].isdecimal():
                 ids.append(int(entry[4:]))
         ids.sort()
         for node_id in ids:
@@ -210,7 +212,7 @@ class SysfsReader:
             distance = self.read(os.path.join(node_dir, "distance"))
             if distance:
                 values = distance.split()
-                if len(values) == len(ids) and all(v.isdigit() for v in values):
+                if len(values) == len(ids) and all(v.isdecimal() for v in values):
                     node.distances = dict(zip(ids, (int(v) for v in values)))
                 else:
                     self.topo.warn("%s/distance: %r does not match the %d nodes" % (node_dir, distance[:60], len(ids)))
@@ -223,7 +225,7 @@ class SysfsReader:
         for line in text.splitlines():
             fields = line.split()
             # "Node 0 MemTotal:       16747124 kB"
-            if len(fields) >= 4 and fields[2] == "MemTotal:" and fields[3].isdigit():
+            if len(fields) >= 4 and fields[2] == "MemTotal:" and fields[3].isdecimal():
                 return int(fields[3]) * 1024
         self.topo.warn("%s: no MemTotal line" % path)
         return None
@@ -376,6 +378,32 @@ class SysfsReader:
             for name in self.listdir(net_dir):
                 if name not in self.topo.netdevs:
                     self.topo.netdevs[name] = self._read_netdev(name, os.path.join(net_dir, name))
+        self.read_addresses()
+
+    def read_addresses(self):
+        """Interface addresses from procfs files (no netlink, no tools).
+
+        IPv6 comes per interface from /proc/net/if_inet6. IPv4 has no such file: the local addresses are
+        the "/32 host LOCAL" leaves of /proc/net/fib_trie, each given to the interface of the most specific
+        connected route in /proc/net/route that contains it (loopback addresses to the loopback device).
+        """
+        ipv6 = parse_if_inet6(self.read(self.path("proc/net/if_inet6"), quiet=True))
+        fib = self.read(self.path("proc/net/fib_trie"), quiet=True)
+        routes = parse_proc_route(self.read(self.path("proc/net/route"), quiet=True))
+        if ipv6 is None and fib is None:
+            return  # a capture without procfs networking: addresses unknown
+        local = parse_fib_trie_local(fib) if fib is not None else []
+        loopback = [n.name for n in self.topo.netdevs.values() if n.kind == "loopback"] or ["lo"]
+        for dev in self.topo.netdevs.values():
+            dev.ipv4, dev.ipv6 = [], list((ipv6 or {}).get(dev.name, []))
+        for address in local:
+            iface, prefix = _route_for(address, routes)
+            if iface is None and address.startswith("127."):
+                iface, prefix = loopback[0], 8
+            if iface in self.topo.netdevs:
+                self.topo.netdevs[iface].ipv4.append("%s/%d" % (address, prefix))
+            elif iface is None:
+                self.topo.warn("/proc/net/fib_trie: local address %s matches no connected route" % address)
 
     def _read_netdev(self, name, entry):
         join = os.path.join
@@ -439,7 +467,7 @@ class SysfsReader:
                         rdma.netdevs.append(netdev.name)
             ports_dir = os.path.join(target, "ports")
             for port_name in self.listdir(ports_dir):
-                if port_name.isdigit():
+                if port_name.isdecimal():
                     rdma.ports.append(self._read_rdma_port(rdma, int(port_name), os.path.join(ports_dir, port_name)))
             if not os.path.isdir(target):
                 self.topo.warn("%s: RDMA device details not available (link target not captured)"
@@ -465,7 +493,7 @@ class SysfsReader:
         # port's table is its subnet prefix and GUID, and can run to hundreds of files.
         gid_names = self.listdir(join(directory, "gids")) if port.link_layer != "InfiniBand" else []
         for index_name in gid_names:
-            if not index_name.isdigit():
+            if not index_name.isdecimal():
                 continue
             gid = self.read(join(directory, "gids", index_name), quiet=True)
             # Unused table entries are all zeros (RoCE) or the subnet prefix with a zero
@@ -526,14 +554,14 @@ class SysfsReader:
         if text:
             for line in text.splitlines():
                 fields = [f.strip() for f in line.split("|")]
-                if len(fields) == 3 and fields[1].isdigit():
+                if len(fields) == 3 and fields[1].isdecimal():
                     self.topo.vlans[fields[0]] = Vlan(name=fields[0], vlan_id=int(fields[1]), parent=fields[2])
         for name, dev in self.topo.netdevs.items():
             if name in self.topo.vlans:
                 dev.kind = "vlan"
                 continue
             parent, dot, vid = name.rpartition(".")
-            if dev.kind in ("virtual", "vlan") and dot and vid.isdigit() and parent in self.topo.netdevs:
+            if dev.kind in ("virtual", "vlan") and dot and vid.isdecimal() and parent in self.topo.netdevs:
                 self.topo.vlans[name] = Vlan(name=name, vlan_id=int(vid), parent=parent, source="name")
                 dev.kind = "vlan"
                 self.topo.warn("%s: VLAN id and parent inferred from the name (no /proc/net/vlan/config entry)" % name)
@@ -632,6 +660,72 @@ def _int_or_none(text):
         return int(text)
     except (TypeError, ValueError):
         return None
+
+
+def parse_if_inet6(text):
+    """/proc/net/if_inet6 -> {interface: ["addr/prefix", ...]}; None when there is no file."""
+    if text is None:
+        return None
+    result = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) != 6 or len(fields[0]) != 32:
+            continue
+        try:
+            address = ipaddress.IPv6Address(int(fields[0], 16))
+            prefix = int(fields[2], 16)
+        except ValueError:
+            continue
+        result.setdefault(fields[5], []).append("%s/%d" % (address, prefix))
+    return result
+
+
+def parse_fib_trie_local(text):
+    """The local IPv4 addresses (leaves marked "/32 host LOCAL") of /proc/net/fib_trie, in order."""
+    addresses, last = [], None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("|-- "):
+            last = stripped[4:].strip()
+        elif stripped.startswith("/32 host LOCAL") and last and last not in addresses:
+            addresses.append(last)
+    return addresses
+
+
+def parse_proc_route(text):
+    """/proc/net/route -> [(interface, network int, mask int)] for connected (non-gateway) routes."""
+    routes = []
+    for line in (text or "").splitlines()[1:]:
+        fields = line.split()
+        if len(fields) < 8:
+            continue
+        try:
+            destination, gateway, mask = (int(fields[i], 16) for i in (1, 2, 7))
+        except ValueError:
+            continue
+        if gateway == 0 and mask != 0:
+            # The kernel prints these little-endian words in host order on x86: swap to network order.
+            routes.append((fields[0], _swap32(destination), _swap32(mask)))
+    return routes
+
+
+def _swap32(value):
+    """/proc/net/route prints network-order words as host-order integers."""
+    return int.from_bytes(value.to_bytes(4, sys.byteorder), "big")
+
+
+def _route_for(address, routes):
+    parts = address.split(".")
+    if len(parts) != 4 or not all(p.isdecimal() and int(p) < 256 for p in parts):
+        return None, None
+    value = int.from_bytes(bytes(int(p) for p in parts), "big")
+    best = None
+    for iface, network, mask in routes:
+        if value & mask == network and (best is None or mask > best[1]):
+            best = (iface, mask)
+    if best is None:
+        return None, None
+    return best[0], bin(best[1]).count("1")
 
 
 PCI_EXT_CAP_ACS = 0x000D

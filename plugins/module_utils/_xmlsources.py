@@ -89,7 +89,7 @@ def read_hwloc_xml(path):
     # Memory-only nodes (GPU memory, HBM: they carry a subtype) sit in the nodesets of the
     # packages they are attached to; they say nothing about where a PCI device is.
     memory_only = set(int(o.get("os_index")) for o in root.iter("object")
-                      if o.get("type") == "NUMANode" and o.get("subtype") and (o.get("os_index") or "").isdigit())
+                      if o.get("type") == "NUMANode" and o.get("subtype") and (o.get("os_index") or "").isdecimal())
     state = {"host_bridges": 0, "memory_only": memory_only}
     for child in root:
         if child.tag == "object":
@@ -161,7 +161,7 @@ def _hwloc_osdev(topo, obj, parent_pci, bitflag_osdev):
     name = obj.get("name")
     raw_type = obj.get("osdev_type", "")
     if bitflag_osdev:
-        flags = int(raw_type) if raw_type.isdigit() else 0
+        flags = int(raw_type) if raw_type.isdecimal() else 0
         is_rdma = bool(flags & _HWLOC3_OPENFABRICS)
         is_net = bool(flags & _HWLOC3_NETWORK) and not is_rdma
     else:
@@ -181,7 +181,7 @@ def _hwloc_osdev(topo, obj, parent_pci, bitflag_osdev):
             dev.kind = "ipoib"
         dev.mac = address
         port = infos.get("Port")
-        dev.dev_port = int(port) - 1 if port and port.isdigit() and int(port) > 0 else None
+        dev.dev_port = int(port) - 1 if port and port.isdecimal() and int(port) > 0 else None
         if parent_pci is None:
             dev.kind = "virtual"
         topo.netdevs[name] = dev
@@ -189,7 +189,7 @@ def _hwloc_osdev(topo, obj, parent_pci, bitflag_osdev):
 
 def _hwloc_numa(topo, obj):
     node_id = obj.get("os_index")
-    if node_id is None or not node_id.isdigit():
+    if node_id is None or not node_id.isdecimal():
         return
     # hwloc gives memory-only nodes (GPU memory, HBM, CXL: those with a subtype) the cpuset of
     # the CPUs they are local to; the kernel lists no CPUs in them.
@@ -198,7 +198,7 @@ def _hwloc_numa(topo, obj):
     topo.numa[int(node_id)] = NumaNode(
         node_id=int(node_id),
         cpus=format_cpulist(cpus) if cpus is not None else None,
-        memory_bytes=int(memory) if memory and memory.isdigit() else None,
+        memory_bytes=int(memory) if memory and memory.isdecimal() else None,
     )
 
 
@@ -233,7 +233,7 @@ def read_nccl_xml(path):
     topo = Topology(source="nccl_xml")
     for cpu in root.findall("cpu"):
         numaid = cpu.get("numaid")
-        node_id = int(numaid) if numaid is not None and numaid.lstrip("-").isdigit() and int(numaid) >= 0 else None
+        node_id = int(numaid) if numaid is not None and numaid.lstrip("-").isdecimal() and int(numaid) >= 0 else None
         cpus = _mask_to_cpus(cpu.get("affinity"))
         if node_id is not None:
             topo.numa[node_id] = NumaNode(node_id=node_id, cpus=format_cpulist(cpus) if cpus is not None else None)
@@ -276,7 +276,7 @@ def _nccl_net(topo, net, pci_address, path):
     if not name:
         return
     speed = net.get("speed")
-    speed_mbps = int(speed) if speed and speed.isdigit() and int(speed) > 0 else None
+    speed_mbps = int(speed) if speed and speed.isdecimal() and int(speed) > 0 else None
     if speed_mbps is not None and speed_mbps > MAX_PLAUSIBLE_MBPS:
         topo.warn("%s: <net name=%r speed=%r> is not a plausible speed in Mb/s, ignored" % (path, name, speed))
         speed_mbps = None
@@ -289,7 +289,7 @@ def _nccl_net(topo, net, pci_address, path):
     if is_rdma:
         rdma = topo.rdma.setdefault(name, RdmaDevice(name=name, pci_address=pci_address))
         rdma.ports.append(RdmaPort(
-            port=int(port_text) if port_text.isdigit() else 1,
+            port=int(port_text) if port_text.isdecimal() else 1,
             rate_gbps=speed_mbps / 1000.0 if speed_mbps else None,
         ))
         if dev is not None:

@@ -189,7 +189,11 @@ ansible_facts:
             - Network interfaces with C(name), C(kind) (V(physical), V(bond), V(vlan), V(bridge), V(ipoib),
               V(loopback), V(virtual)), C(address), C(card) (dddd:bb:dd), C(ports_on_card), C(driver),
               C(speed_mbps) (C(null) when the kernel says C(-1)), C(duplex), C(mtu), C(operstate), C(carrier),
-              C(mac), C(numa_node), C(pci_link), C(rdma_devices), C(bond_master) and C(vlan).
+              C(mac), C(numa_node), C(pci_link), C(rdma_devices), C(bond_master), C(vlan), and C(ipv4) / C(ipv6)
+              (lists of C(address/prefix); C(null) when the source has no addresses).
+            - Addresses come from procfs files, not netlink; IPv4 addresses are matched to interfaces through the
+              connected routes of the main table, so an address on an interface without a connected route (for
+              example a /32) is not listed.
           type: list
           elements: dict
           returned: when nic is gathered

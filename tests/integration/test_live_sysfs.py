@@ -24,6 +24,9 @@ def interfaces():
         [ip, "link", "set", veth, "up"],
         [ip, "link", "set", peer, "up"],
         [ip, "link", "set", bridge, "up"],
+        # Addresses from the benchmark range, on a test interface of our own.
+        [ip, "addr", "add", "198.18.0.1/24", "dev", veth],
+        [ip, "-6", "addr", "add", "fd18::1/64", "dev", veth, "nodad"],
     ]
     try:
         for command in commands:
@@ -43,3 +46,18 @@ def test_real_bridge_and_veth(interfaces):
     assert nics[veth]["mtu"] == 9000 and nics[veth]["operstate"] in ("up", "lowerlayerdown", "unknown")
     assert nics[peer]["mac"] and len(nics[peer]["mac"].split(":")) == 6
     assert nics["lo"]["kind"] == "loopback"
+
+
+def test_real_addresses_and_duplicates(interfaces):
+    import datetime
+    from ansible_collections.gpuops.fabric.plugins.module_utils._audit import run_audit
+    _bridge, veth, _peer = interfaces
+    facts = gather(gather_subset=["nic"])
+    nic = [n for n in facts["nics"] if n["name"] == veth][0]
+    assert nic["ipv4"] == ["198.18.0.1/24"]
+    assert "fd18::1/64" in nic["ipv6"]
+    # The same machine listed as two inventory hosts: its addresses collide.
+    report, errors = run_audit({"a": {"facts": facts}, "b": {"facts": facts}}, datetime.date.today(), "now")
+    assert not errors
+    dup = [f for f in report["findings"] if f["id"] == "NET-007" and f["evidence"]["address"] == "198.18.0.1"]
+    assert sorted(f["host"] for f in dup) == ["a", "b"] and dup[0]["subject"] == veth
