@@ -113,6 +113,8 @@ def test_net_007_duplicates(healthy_facts):
     findings, _outcomes = evaluate_inventory({"a": (a, {}), "b": (b, {}), "c": (c, {})})
     dup = [f for f in findings if f["id"] == "NET-007"]
     assert sorted(f["host"] for f in dup) == ["a", "b"] and dup[0]["evidence"]["address"] == "198.18.0.17"
+    _findings, outcomes = evaluate_inventory({"a": (a, {}), "c": (c, {})})
+    assert outcomes["NET-007"][0] == "pass"
     _findings, outcomes = evaluate_inventory({"a": (healthy_facts, {})})
     assert outcomes["NET-007"][0] == "not_applicable"
 
