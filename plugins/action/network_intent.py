@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import tempfile
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._intent import (
+    IntentError,
+    allocate_indices,
+    check_collisions,
+    plan_host,
+    validate_networks,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._renderers import RENDERERS
+
+ARGUMENT_SPEC = dict(
+    hosts=dict(type="list", elements="str"),
+    allocation_file=dict(type="path"),
+    render_dir=dict(type="path"),
+)
+
+
+class ActionModule(ActionBase):
+    """Validate the network intent of every host on the controller, address it, and render the files."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
+        if validation.error_messages:
+            raise AnsibleActionFail("network_intent: %s" % "; ".join(validation.error_messages))
+        args = validation.validated_parameters
+        hostvars = task_vars.get("hostvars", {})
+        hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all", [])
+        hosts = [str(h) for h in hosts]  # plain strings: host names go into the allocation file
+        for host in hosts:
+            if host not in hostvars:
+                raise AnsibleActionFail("network_intent: hosts: %r is not in the inventory" % host)
+
+        allocations, allocation_file = {}, args["allocation_file"] or task_vars.get("fabric_allocation_file")
+        indices = {}
+        if allocation_file:
+            allocations = self._read_allocations(allocation_file)
+            needing = [h for h in hosts if hostvars[h].get("fabric_host_index") is None
+                       and not hostvars[h].get("fabric_addresses")]
+            networks = {}
+            for host in needing:
+                errors = []
+                networks[host] = validate_networks(hostvars[host].get("fabric_networks"), errors)
+            try:
+                new = allocate_indices(allocations, needing, networks)
+            except IntentError as exc:
+                raise AnsibleActionFail(str(exc))
+            indices = dict((h, new[h]) for h in needing)
+            if new != allocations and not self._task.check_mode:
+                self._write_allocations(allocation_file, new)
+            result["allocations_changed"] = new != allocations
+
+        plans, messages, warnings = {}, [], []
+        for host in hosts:
+            hv = hostvars[host]
+            facts = (hv.get("ansible_facts") or {}).get("gpuops_fabric")
+            plan, errors, host_warnings = plan_host(host, hv, facts, indices.get(host))
+            messages.extend("%s: %s" % (host, e) for e in errors)
+            warnings.extend("%s: %s" % (host, w) for w in host_warnings)
+            if plan is not None:
+                plans[host] = plan
+        messages.extend(check_collisions(plans))
+        if messages:
+            raise AnsibleActionFail("network intent is invalid:\n" + "\n".join(messages))
+
+        rendered = {}
+        for host, plan in plans.items():
+            backends = [plan["backend"]] if plan["backend"] != "auto" else sorted(RENDERERS)
+            rendered[host] = dict((b, dict((p, c) for p, (c, _m) in RENDERERS[b](plan).items())) for b in backends)
+            if args["render_dir"] and not self._task.check_mode:
+                for backend in rendered[host]:
+                    for path, (content, mode) in RENDERERS[backend](plan).items():
+                        self._write(os.path.join(args["render_dir"], host, backend, path.lstrip("/")), content, mode)
+        for warning in warnings:
+            self._display.warning(warning)
+        result.update(changed=False, plans=plans, rendered=rendered, warnings_list=warnings,
+                      msg="network intent of %d host(s) is valid" % len(plans))
+        return result
+
+    @staticmethod
+    def _read_allocations(path):
+        import yaml
+        if not os.path.exists(path):
+            return {}
+        with open(path) as handle:
+            data = yaml.safe_load(handle) or {}
+        hosts = data.get("hosts") if isinstance(data, dict) else None
+        if not isinstance(hosts, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0
+                                                  for v in hosts.values()):
+            raise AnsibleActionFail("%s: expected 'hosts:' mapping host names to positive indices" % path)
+        return dict(hosts)
+
+    def _write_allocations(self, path, allocations):
+        import yaml
+        text = ("# Host indices pinned by gpuops.fabric the first time each host was seen; keep this file.\n"
+                + yaml.safe_dump({"version": 1, "hosts": dict(sorted((str(h), int(i)) for h, i in allocations.items()))},
+                                 default_flow_style=False))
+        self._write(path, text, "0644")
+
+    @staticmethod
+    def _write(path, content, mode):
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp_path = tempfile.mkstemp(prefix=".gpuops.", dir=directory)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(content)
+            os.chmod(tmp_path, int(mode, 8))
+            os.replace(tmp_path, path)
+        except BaseException:
+            if os.path.exists(tmp_path):
+                os.unlink(tmp_path)
+            raise

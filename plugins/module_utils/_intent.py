@@ -1,0 +1,475 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""The network intent: validation (every error names the key path and value), addressing, and the
+per-host plan of interfaces (members, bonds, VLANs) that the renderers turn into files.
+
+Controller side only; needs netaddr.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+import traceback
+
+NETADDR_IMPORT_ERROR = None
+try:
+    import netaddr
+except ImportError:  # pragma: no cover - declared in requirements.txt
+    netaddr = None
+    NETADDR_IMPORT_ERROR = traceback.format_exc()
+
+ROLES = ("management", "training", "storage")
+NETWORK_KEYS = ("role", "subnet", "subnet6", "gateway", "gateway6", "vlan", "mtu", "routes", "allow_on_management")
+ROUTE_KEYS = ("to", "via", "metric")
+BOND_KEYS = ("members", "mode", "lacp_rate", "xmit_hash_policy", "miimon", "primary", "mtu")
+BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb")
+HASH_POLICIES = ("layer2", "layer2+3", "layer3+4", "encap2+3", "encap3+4", "vlan+srcmac")
+LACP_RATES = ("slow", "fast")
+BACKENDS = ("auto", "netplan", "networkmanager", "networkd")
+MTU_MIN, MTU_MAX = 68, 9216
+_IFNAME_BAD = re.compile(r"[\s/:]")
+
+
+class IntentError(Exception):
+    def __init__(self, errors):
+        super(IntentError, self).__init__("\n".join(errors))
+        self.errors = errors
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_ifname(name, where, errors):
+    """Linux refuses names over 15 bytes, '.' and '..', and '/', ':' or whitespace in them."""
+    if not isinstance(name, str) or not name:
+        errors.append("%s: %r is not an interface name" % (where, name))
+        return False
+    if len(name.encode("utf-8")) > 15:
+        errors.append("%s: %r is longer than 15 characters (Linux IFNAMSIZ)" % (where, name))
+        return False
+    if name in (".", "..") or _IFNAME_BAD.search(name):
+        errors.append("%s: %r contains characters Linux refuses in interface names (/, :, whitespace)" % (where, name))
+        return False
+    return True
+
+
+def _network(text, version, where, errors):
+    try:
+        net = netaddr.IPNetwork(str(text))
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        errors.append("%s: %r is not an IPv%d subnet" % (where, text, version))
+        return None
+    if net.version != version or "/" not in str(text):
+        errors.append("%s: %r is not an IPv%d subnet in CIDR form" % (where, text, version))
+        return None
+    if net.ip != net.network:
+        errors.append("%s: %r has host bits set (did you mean %s?)" % (where, text, net.cidr))
+        return None
+    return net
+
+
+def _address(text, where, errors):
+    try:
+        return netaddr.IPAddress(str(text).split("/", maxsplit=1)[0])
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        errors.append("%s: %r is not an IP address" % (where, text))
+        return None
+
+
+def _reserved(net, gateway):
+    reserved = {net.network}
+    if net.version == 4 and net.prefixlen < 31:
+        reserved.add(net.broadcast)
+    if gateway is not None:
+        reserved.add(gateway)
+    return reserved
+
+
+def validate_networks(value, errors, key="fabric_networks"):
+    networks = {}
+    if value is None:
+        return networks
+    if not isinstance(value, dict):
+        errors.append("%s: expected a mapping of network names, got %r" % (key, value))
+        return networks
+    for name in sorted(value, key=str):
+        net = value[name]
+        where = "%s.%s" % (key, name)
+        if not isinstance(net, dict):
+            errors.append("%s: expected a mapping, got %r" % (where, net))
+            continue
+        for unknown in sorted(set(net) - set(NETWORK_KEYS), key=str):
+            errors.append("%s.%s: unknown key (known: %s)" % (where, unknown, ", ".join(NETWORK_KEYS)))
+        item = {"name": str(name), "role": net.get("role", name), "vlan": None, "mtu": None, "routes": [],
+                "allow_on_management": net.get("allow_on_management", False) is True}
+        if item["role"] not in ROLES:
+            errors.append("%s.role: %r is not one of %s" % (where, item["role"], ", ".join(ROLES)))
+        if net.get("subnet") is None and net.get("subnet6") is None:
+            errors.append("%s: needs subnet (IPv4) or subnet6 (IPv6)" % where)
+        for version, skey, gkey in ((4, "subnet", "gateway"), (6, "subnet6", "gateway6")):
+            subnet = _network(net[skey], version, "%s.%s" % (where, skey), errors) if net.get(skey) is not None else None
+            gateway = None
+            if net.get(gkey) is not None:
+                gateway = _address(net[gkey], "%s.%s" % (where, gkey), errors)
+                if gateway is not None and subnet is not None:
+                    if gateway not in subnet:
+                        errors.append("%s.%s: %s is outside %s.%s %s" % (where, gkey, gateway, where, skey, subnet))
+                    elif gateway in _reserved(subnet, None):
+                        errors.append("%s.%s: %s is the network or broadcast address of %s"
+                                      % (where, gkey, gateway, subnet))
+            item[skey], item[gkey] = subnet, gateway
+        vlan = net.get("vlan")
+        if vlan is not None:
+            if not _is_int(vlan) or not 1 <= vlan <= 4094:
+                errors.append("%s.vlan: %r is outside 1..4094" % (where, vlan))
+            else:
+                item["vlan"] = vlan
+        mtu = net.get("mtu")
+        if mtu is not None:
+            if not _is_int(mtu) or not MTU_MIN <= mtu <= MTU_MAX:
+                errors.append("%s.mtu: %r is outside %d..%d" % (where, mtu, MTU_MIN, MTU_MAX))
+            else:
+                item["mtu"] = mtu
+        routes = net.get("routes") or []
+        if not isinstance(routes, list):
+            errors.append("%s.routes: expected a list, got %r" % (where, routes))
+            routes = []
+        for index, route in enumerate(routes):
+            rwhere = "%s.routes[%d]" % (where, index)
+            if not isinstance(route, dict):
+                errors.append("%s: expected a mapping, got %r" % (rwhere, route))
+                continue
+            for unknown in sorted(set(route) - set(ROUTE_KEYS), key=str):
+                errors.append("%s.%s: unknown key (known: %s)" % (rwhere, unknown, ", ".join(ROUTE_KEYS)))
+            to = None
+            try:
+                to = netaddr.IPNetwork(str(route.get("to")))
+                if "/" not in str(route.get("to")):
+                    raise ValueError
+            except (netaddr.AddrFormatError, ValueError, TypeError):
+                errors.append("%s.to: %r is not a destination subnet" % (rwhere, route.get("to")))
+            via = _address(route.get("via"), "%s.via" % rwhere, errors) if route.get("via") is not None else None
+            if route.get("via") is None:
+                errors.append("%s.via: a route needs a gateway (via)" % rwhere)
+            if via is not None:
+                own = item["subnet"] if via.version == 4 else item["subnet6"]
+                if own is None or via not in own:
+                    errors.append("%s.via: %s is not in the network's own subnet" % (rwhere, via))
+            metric = route.get("metric")
+            if metric is not None and (not _is_int(metric) or metric < 0):
+                errors.append("%s.metric: %r must be a non-negative number" % (rwhere, metric))
+            if to is not None and via is not None:
+                item["routes"].append({"to": str(to.cidr), "via": str(via), "metric": metric})
+        networks[str(name)] = item
+    names = sorted(networks)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            for skey in ("subnet", "subnet6"):
+                na, nb = networks[a][skey], networks[b][skey]
+                if na is not None and nb is not None and (na in nb or nb in na or na.first <= nb.first <= na.last):
+                    errors.append("%s.%s.%s: %s overlaps %s.%s.%s %s" % (key, a, skey, na, key, b, skey, nb))
+    return networks
+
+
+def _select_members(selector, facts, where, errors):
+    """A JMESPath expression over this host's gpuops_fabric facts giving interface names."""
+    try:
+        import jmespath
+    except ImportError:
+        errors.append("%s: a member selector needs the jmespath Python library on the controller" % where)
+        return []
+    try:
+        found = jmespath.search(selector, facts or {})
+    except jmespath.exceptions.JMESPathError as exc:
+        errors.append("%s: %r is not a valid JMESPath expression (%s)" % (where, selector, exc))
+        return []
+    if not isinstance(found, list) or not all(isinstance(n, str) for n in found):
+        errors.append("%s: %r must select a list of interface names, got %r" % (where, selector, found))
+        return []
+    return sorted(found)
+
+
+def validate_bonds(value, facts, errors, warnings, key="fabric_bonds"):
+    bonds = {}
+    if value is None:
+        return bonds
+    if not isinstance(value, dict):
+        errors.append("%s: expected a mapping of bond names, got %r" % (key, value))
+        return bonds
+    present = dict((n["name"], n) for n in (facts or {}).get("nics") or []) if facts else None
+    owner = {}
+    for name in sorted(value, key=str):
+        bond = value[name]
+        where = "%s.%s" % (key, name)
+        if not check_ifname(name, where, errors):
+            continue
+        if not isinstance(bond, dict):
+            errors.append("%s: expected a mapping, got %r" % (where, bond))
+            continue
+        for unknown in sorted(set(bond) - set(BOND_KEYS), key=str):
+            errors.append("%s.%s: unknown key (known: %s)" % (where, unknown, ", ".join(BOND_KEYS)))
+        mode = bond.get("mode", "802.3ad")
+        if mode not in BOND_MODES:
+            errors.append("%s.mode: %r is not one of %s" % (where, mode, ", ".join(BOND_MODES)))
+        members = bond.get("members")
+        if isinstance(members, str):
+            members = _select_members(members, facts, "%s.members" % where, errors)
+            if not members:
+                errors.append("%s.members: selector %r matched no interface on this host" % (where, bond["members"]))
+        elif not isinstance(members, list) or not members:
+            errors.append("%s.members: %r must be a non-empty list of interface names or a JMESPath selector"
+                          % (where, members))
+            members = []
+        for index, member in enumerate(members):
+            mwhere = "%s.members[%d]" % (where, index)
+            if not check_ifname(member, mwhere, errors):
+                continue
+            if member in owner:
+                errors.append("%s: %r is already a member of %s" % (mwhere, member, owner[member]))
+            owner[member] = name
+            if present is not None:
+                if member not in present:
+                    errors.append("%s: %r does not exist on this host" % (mwhere, member))
+                elif present[member]["kind"] != "physical":
+                    errors.append("%s: %r is a %s interface, not a physical port" % (mwhere, member,
+                                                                                     present[member]["kind"]))
+        if mode == "802.3ad" and len(members) == 1:
+            warnings.append("%s: 802.3ad with one member gives no aggregation or redundancy" % where)
+        lacp_rate = bond.get("lacp_rate")
+        if lacp_rate is not None and lacp_rate not in LACP_RATES:
+            errors.append("%s.lacp_rate: %r is not one of %s" % (where, lacp_rate, ", ".join(LACP_RATES)))
+        if lacp_rate is not None and mode != "802.3ad":
+            errors.append("%s.lacp_rate: only applies to mode 802.3ad (mode is %s)" % (where, mode))
+        policy = bond.get("xmit_hash_policy")
+        if policy is not None and policy not in HASH_POLICIES:
+            errors.append("%s.xmit_hash_policy: %r is not one of %s" % (where, policy, ", ".join(HASH_POLICIES)))
+        miimon = bond.get("miimon", 100)
+        if not _is_int(miimon) or miimon < 0:
+            errors.append("%s.miimon: %r must be a non-negative number of milliseconds" % (where, miimon))
+        primary = bond.get("primary")
+        if primary is not None:
+            if mode not in ("active-backup", "balance-tlb", "balance-alb"):
+                errors.append("%s.primary: only applies to active-backup, balance-tlb and balance-alb (mode is %s)"
+                              % (where, mode))
+            elif primary not in members:
+                errors.append("%s.primary: %r is not one of the members %s" % (where, primary, members))
+        mtu = bond.get("mtu")
+        if mtu is not None and (not _is_int(mtu) or not MTU_MIN <= mtu <= MTU_MAX):
+            errors.append("%s.mtu: %r is outside %d..%d" % (where, mtu, MTU_MIN, MTU_MAX))
+            mtu = None
+        bonds[name] = {"name": name, "members": members, "mode": mode, "lacp_rate": lacp_rate,
+                       "xmit_hash_policy": policy, "miimon": miimon if _is_int(miimon) else 100,
+                       "primary": primary, "mtu": mtu}
+    return bonds
+
+
+def host_addresses(networks, index, explicit, errors):
+    """{network: {"ipv4": "a/p" or None, "ipv6": ...}} from a per-host index or explicit addresses."""
+    result = {}
+    if index is not None and (not _is_int(index) or index < 1):
+        errors.append("fabric_host_index: %r must be a positive number" % (index,))
+        index = None
+    if explicit is not None and not isinstance(explicit, dict):
+        errors.append("fabric_addresses: expected a mapping of network to address, got %r" % (explicit,))
+        explicit = {}
+    explicit = explicit or {}
+    for name in sorted(set(explicit) - set(networks), key=str):
+        errors.append("fabric_addresses.%s: not a network in fabric_networks" % name)
+    for name, net in networks.items():
+        entry = {"ipv4": None, "ipv6": None}
+        for family, skey, gkey in (("ipv4", "subnet", "gateway"), ("ipv6", "subnet6", "gateway6")):
+            subnet = net[skey]
+            if subnet is None:
+                continue
+            given = explicit.get(name)
+            if isinstance(given, dict):
+                given = given.get(family)
+            elif given is not None and family == "ipv6":
+                given = None if ":" not in str(given) else given
+            elif given is not None and family == "ipv4" and ":" in str(given):
+                given = None
+            where = "fabric_addresses.%s" % name
+            if given is not None:
+                address = _address(given, where, errors)
+            elif index is not None:
+                address = subnet.network + index if index < subnet.size else None
+                where = "fabric_host_index"
+                if address is None:
+                    errors.append("fabric_host_index: %d does not fit in %s %s" % (index, name, subnet))
+                    continue
+            else:
+                continue
+            if address is None:
+                continue
+            if address not in subnet:
+                errors.append("%s: %s is outside %s %s" % (where, address, name, subnet))
+            elif address in _reserved(subnet, net[gkey]):
+                errors.append("%s: %s is the network, broadcast or gateway address of %s" % (where, address, name))
+            else:
+                entry[family] = "%s/%d" % (address, subnet.prefixlen)
+        result[name] = entry
+    return result
+
+
+def allocate_indices(allocations, hosts, networks_by_host):
+    """Pin an index to every host not yet in ``allocations`` (a dict host -> index), lowest free first.
+
+    Existing entries never change, and entries of hosts no longer listed stay, so adding or removing
+    hosts never renumbers the others. An index is free when no host holds it and it gives a usable
+    address (not network, broadcast or gateway) in every network the host is on.
+    """
+    result = dict(allocations)
+    taken = set(result.values())
+    for host in hosts:
+        if host in result:
+            continue
+        index = 1
+        while True:
+            if index not in taken and all(_usable(net, index) for net in networks_by_host.get(host, {}).values()):
+                break
+            index += 1
+            if index > 1 << 24:
+                raise IntentError(["fabric allocation: no free host index for %s" % host])
+        result[host] = index
+        taken.add(index)
+    return result
+
+
+def _usable(net, index):
+    for skey, gkey in (("subnet", "gateway"), ("subnet6", "gateway6")):
+        subnet = net[skey]
+        if subnet is None:
+            continue
+        if index >= subnet.size or (subnet.network + index) in _reserved(subnet, net[gkey]):
+            return False
+    return True
+
+
+def plan_host(host, hostvars, facts, index=None):
+    """Validate one host's intent and return (plan, errors, warnings).
+
+    ``plan["interfaces"]`` lists what to configure in creation order (ports, bonds, VLANs), each with
+    its final MTU: a parent carries at least the largest MTU of what rides on it.
+    """
+    errors, warnings = [], []
+    if netaddr is None:
+        return None, ["the netaddr Python library is required on the controller (pip install netaddr)"], []
+    networks = validate_networks(hostvars.get("fabric_networks"), errors)
+    bonds = validate_bonds(hostvars.get("fabric_bonds"), facts, errors, warnings)
+    attachments = hostvars.get("fabric_attachments") or {}
+    if not isinstance(attachments, dict):
+        errors.append("fabric_attachments: expected a mapping of network to device, got %r" % (attachments,))
+        attachments = {}
+    backend = hostvars.get("fabric_network_backend", "auto")
+    if backend not in BACKENDS:
+        errors.append("fabric_network_backend: %r is not one of %s" % (backend, ", ".join(BACKENDS)))
+    present = dict((n["name"], n) for n in (facts or {}).get("nics") or []) if facts else None
+    if index is None:
+        index = hostvars.get("fabric_host_index")
+    addresses = host_addresses(networks, index, hostvars.get("fabric_addresses"), errors)
+
+    interfaces = {}
+    member_of = dict((m, b["name"]) for b in bonds.values() for m in b["members"])
+    for bond in bonds.values():
+        for member in bond["members"]:
+            interfaces[member] = {"name": member, "kind": "ethernet", "bond": bond["name"], "mtu": None,
+                                  "networks": [], "addresses": [], "routes": []}
+        interfaces[bond["name"]] = dict({"kind": "bond", "networks": [], "addresses": [], "routes": []},
+                                        **bond)
+    untagged = {}
+    for network_name in sorted(attachments, key=str):
+        device = attachments[network_name]
+        where = "fabric_attachments.%s" % network_name
+        if network_name not in networks:
+            errors.append("%s: %r is not a network in fabric_networks" % (where, network_name))
+            continue
+        if not check_ifname(device, where, errors):
+            continue
+        if device in member_of:
+            errors.append("%s: %r is a member of bond %s; attach to the bond" % (where, device, member_of[device]))
+            continue
+        if device not in bonds and present is not None and device not in present:
+            errors.append("%s: %r is neither a bond in fabric_bonds nor an interface on this host" % (where, device))
+            continue
+        net = networks[network_name]
+        if device not in interfaces:
+            interfaces[device] = {"name": device, "kind": "ethernet", "bond": None, "mtu": None, "networks": [],
+                                  "addresses": [], "routes": []}
+        target = device
+        if net["vlan"] is not None:
+            target = "%s.%d" % (device, net["vlan"])
+            if not check_ifname(target, "%s (VLAN interface %s)" % (where, target), errors):
+                continue
+            if target in interfaces:
+                errors.append("%s: VLAN %d on %s is already used by network %s" % (
+                    where, net["vlan"], device, interfaces[target]["networks"][0]))
+                continue
+            interfaces[target] = {"name": target, "kind": "vlan", "parent": device, "id": net["vlan"], "mtu": None,
+                                  "networks": [], "addresses": [], "routes": []}
+        else:
+            if device in untagged:
+                errors.append("%s: %s already carries network %s untagged; give one of them a vlan"
+                              % (where, device, untagged[device]))
+                continue
+            untagged[device] = network_name
+        iface = interfaces[target]
+        iface["networks"].append(network_name)
+        iface["mtu"] = max(iface["mtu"] or 0, net["mtu"] or 0) or None
+        for family in ("ipv4", "ipv6"):
+            if addresses.get(network_name, {}).get(family):
+                iface["addresses"].append(addresses[network_name][family])
+        for gkey in ("gateway", "gateway6"):
+            if net[gkey] is not None and net["role"] == "management":
+                iface.setdefault("gateways", []).append(str(net[gkey]))
+        iface["routes"].extend(net["routes"])
+
+    roles = dict((n, networks[n]["role"]) for n in networks)
+    mgmt_devices = set(attachments[n] for n in attachments if roles.get(n) == "management")
+    for n in attachments:
+        if roles.get(n) == "training" and attachments[n] in mgmt_devices and not networks[n]["allow_on_management"]:
+            warnings.append("fabric_attachments.%s: training network on %s, the management interface "
+                            "(set fabric_networks.%s.allow_on_management: true if deliberate)" % (n, attachments[n], n))
+
+    # Parents carry at least the largest MTU riding on them: VLAN -> its parent, bond -> its members.
+    for iface in list(interfaces.values()):
+        if iface["kind"] == "vlan" and iface["mtu"]:
+            parent = interfaces[iface["parent"]]
+            declared = bonds.get(parent["name"], {}).get("mtu")
+            if declared and declared < iface["mtu"]:
+                errors.append("fabric_bonds.%s.mtu: %d is below the MTU %d of VLAN %s riding on it"
+                              % (parent["name"], declared, iface["mtu"], iface["name"]))
+            parent["mtu"] = max(parent["mtu"] or 0, iface["mtu"])
+    for iface in list(interfaces.values()):
+        if iface["kind"] == "bond" and iface["mtu"]:
+            for member in iface["members"]:
+                interfaces[member]["mtu"] = max(interfaces[member]["mtu"] or 0, iface["mtu"])
+    for device, network_name in sorted(untagged.items()):
+        wanted = networks[network_name]["mtu"]
+        final = interfaces[device]["mtu"]
+        if wanted and final and final > wanted:
+            warnings.append("fabric_networks.%s.mtu: %d, but %s carries it untagged at MTU %d for the VLANs on it"
+                            % (network_name, wanted, device, final))
+    order = {"ethernet": 0, "bond": 1, "vlan": 2}
+    planned = sorted(interfaces.values(), key=lambda i: (order[i["kind"]], i["name"]))
+    plan = {"host": host, "backend": backend, "interfaces": planned, "addresses": addresses, "index": index}
+    return plan, errors, warnings
+
+
+def check_collisions(plans):
+    """Addresses given to more than one host, across the inventory."""
+    owners, errors = {}, []
+    for host, plan in sorted(plans.items()):
+        for network, entry in sorted(plan["addresses"].items()):
+            for family in ("ipv4", "ipv6"):
+                if entry.get(family):
+                    owners.setdefault(entry[family].split("/")[0], []).append((host, network))
+    for address, where in sorted(owners.items()):
+        if len(set(h for h, _n in where)) > 1:
+            errors.append("fabric_addresses: %s is given to %s" % (address, " and ".join("%s (%s)" % w for w in where)))
+    return errors

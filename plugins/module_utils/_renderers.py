@@ -1,0 +1,195 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""Render a host's network plan (from _intent.plan_host) into the files each backend reads.
+
+Pure functions: plan in, {path: (content, mode)} out. The same plan gives byte-identical files, so a
+second run finds nothing to change.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import uuid
+
+NETPLAN_PATH = "/etc/netplan/60-gpuops-fabric.yaml"
+NM_DIR = "/etc/NetworkManager/system-connections"
+NETWORKD_DIR = "/etc/systemd/network"
+_UUID_NAMESPACE = uuid.UUID("5b1e4c1e-7a43-4d57-9f0b-6770756f7073")
+HEADER = "Managed by gpuops.fabric; local changes are overwritten and reported as drift."
+
+
+def _q(value):
+    """A YAML scalar that netplan reads back as the same string."""
+    text = str(value)
+    if text and all(c.isalnum() or c in "._-/:" for c in text) and not text[0].isdigit() and ":" not in text:
+        return text
+    return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _routes(iface):
+    routes = []
+    for gateway in iface.get("gateways") or []:
+        routes.append({"to": "default", "via": gateway, "metric": None})
+    routes.extend(iface.get("routes") or [])
+    return routes
+
+
+def render_netplan(plan):
+    sections = {"ethernets": [], "bonds": [], "vlans": []}
+    for iface in plan["interfaces"]:
+        lines = ["    %s:" % _q(iface["name"])]
+        if iface["kind"] == "bond":
+            lines.append("      interfaces: [%s]" % ", ".join(_q(m) for m in iface["members"]))
+        if iface["kind"] == "vlan":
+            lines.append("      id: %d" % iface["id"])
+            lines.append("      link: %s" % _q(iface["parent"]))
+        if iface.get("mtu"):
+            lines.append("      mtu: %d" % iface["mtu"])
+        lines.append("      dhcp4: false")
+        lines.append("      dhcp6: false")
+        if not iface["addresses"]:
+            lines.append("      link-local: []")
+        else:
+            lines.append("      addresses: [%s]" % ", ".join(_q(a) for a in iface["addresses"]))
+        routes = _routes(iface)
+        if routes:
+            lines.append("      routes:")
+            for route in routes:
+                lines.append("        - to: %s" % _q(route["to"]))
+                lines.append("          via: %s" % _q(route["via"]))
+                if route.get("metric") is not None:
+                    lines.append("          metric: %d" % route["metric"])
+        if iface["kind"] == "bond":
+            lines.append("      parameters:")
+            lines.append("        mode: %s" % _q(iface["mode"]))
+            lines.append("        mii-monitor-interval: %d" % iface["miimon"])
+            if iface.get("lacp_rate"):
+                lines.append("        lacp-rate: %s" % iface["lacp_rate"])
+            if iface.get("xmit_hash_policy"):
+                lines.append("        transmit-hash-policy: %s" % _q(iface["xmit_hash_policy"]))
+            if iface.get("primary"):
+                lines.append("        primary: %s" % _q(iface["primary"]))
+        sections[{"ethernet": "ethernets", "bond": "bonds", "vlan": "vlans"}[iface["kind"]]].append("\n".join(lines))
+    out = ["# " + HEADER, "network:", "  version: 2"]
+    if plan.get("renderer"):
+        out.append("  renderer: %s" % plan["renderer"])
+    for key in ("ethernets", "bonds", "vlans"):
+        if sections[key]:
+            out.append("  %s:" % key)
+            out.extend(sections[key])
+    return {NETPLAN_PATH: ("\n".join(out) + "\n", "0600")}
+
+
+def _nm_uuid(name):
+    return str(uuid.uuid5(_UUID_NAMESPACE, "gpuops.fabric/" + name))
+
+
+def _nm_ip(section, family, iface):
+    addresses = [a for a in iface["addresses"] if (":" in a) == (family == "ipv6")]
+    lines = ["[%s]" % section]
+    if not addresses:
+        lines.append("method=disabled")
+        return lines
+    # NetworkManager's own (normalised) form: the gateway rides on the first address, "addr/prefix,gw",
+    # so what NM writes back is byte-for-byte what we wrote and a second run sees no change.
+    gateways = [g for g in iface.get("gateways") or [] if (":" in g) == (family == "ipv6")]
+    for number, address in enumerate(addresses, 1):
+        lines.append("address%d=%s%s" % (number, address, "," + gateways[0] if gateways and number == 1 else ""))
+    lines.append("method=manual")
+    routes = [r for r in iface.get("routes") or [] if (":" in r["to"]) == (family == "ipv6")]
+    for number, route in enumerate(routes, 1):
+        value = "%s,%s" % (route["to"], route["via"])
+        if route.get("metric") is not None:
+            value += ",%d" % route["metric"]
+        lines.append("route%d=%s" % (number, value))
+    return lines
+
+
+def render_networkmanager(plan):
+    files = {}
+    for iface in plan["interfaces"]:
+        name = iface["name"]
+        nm_type = {"ethernet": "ethernet", "bond": "bond", "vlan": "vlan"}[iface["kind"]]
+        lines = ["# " + HEADER, "[connection]", "id=gpuops-%s" % name, "uuid=%s" % _nm_uuid(name),
+                 "type=%s" % nm_type, "interface-name=%s" % name]
+        if iface["kind"] == "ethernet" and iface.get("bond"):
+            lines += ["master=%s" % iface["bond"], "slave-type=bond"]
+        lines.append("")
+        if iface.get("mtu"):
+            lines += ["[ethernet]", "mtu=%d" % iface["mtu"], ""]
+        if iface["kind"] == "bond":
+            lines += ["[bond]", "miimon=%d" % iface["miimon"], "mode=%s" % iface["mode"]]
+            if iface.get("lacp_rate"):
+                lines.append("lacp_rate=%s" % iface["lacp_rate"])
+            if iface.get("xmit_hash_policy"):
+                lines.append("xmit_hash_policy=%s" % iface["xmit_hash_policy"])
+            if iface.get("primary"):
+                lines.append("primary=%s" % iface["primary"])
+            lines.append("")
+        if iface["kind"] == "vlan":
+            lines += ["[vlan]", "flags=1", "id=%d" % iface["id"], "parent=%s" % iface["parent"], ""]  # 1: reorder headers
+        if not (iface["kind"] == "ethernet" and iface.get("bond")):
+            lines += _nm_ip("ipv4", "ipv4", iface) + [""] + _nm_ip("ipv6", "ipv6", iface) + [""]
+        files["%s/gpuops-%s.nmconnection" % (NM_DIR, name)] = ("\n".join(lines).rstrip("\n") + "\n", "0600")
+    return files
+
+
+def render_networkd(plan):
+    files = {}
+    vlans_on = {}
+    for iface in plan["interfaces"]:
+        if iface["kind"] == "vlan":
+            vlans_on.setdefault(iface["parent"], []).append(iface["name"])
+    for iface in plan["interfaces"]:
+        name = iface["name"]
+        base = "%s/60-gpuops-%s" % (NETWORKD_DIR, name)
+        if iface["kind"] in ("bond", "vlan"):
+            netdev = ["# " + HEADER, "[NetDev]", "Name=%s" % name, "Kind=%s" % iface["kind"]]
+            if iface.get("mtu"):
+                netdev.append("MTUBytes=%d" % iface["mtu"])
+            if iface["kind"] == "bond":
+                netdev += ["", "[Bond]", "Mode=%s" % iface["mode"], "MIIMonitorSec=%dms" % iface["miimon"]]
+                if iface.get("lacp_rate"):
+                    netdev.append("LACPTransmitRate=%s" % iface["lacp_rate"])
+                if iface.get("xmit_hash_policy"):
+                    netdev.append("TransmitHashPolicy=%s" % iface["xmit_hash_policy"])
+            else:
+                netdev += ["", "[VLAN]", "Id=%d" % iface["id"]]
+            files[base + ".netdev"] = ("\n".join(netdev) + "\n", "0644")
+        network = ["# " + HEADER, "[Match]", "Name=%s" % name, ""]
+        if iface.get("mtu"):
+            network += ["[Link]", "MTUBytes=%d" % iface["mtu"], ""]
+        network.append("[Network]")
+        if iface["kind"] == "ethernet" and iface.get("bond"):
+            network.append("Bond=%s" % iface["bond"])
+            if iface["name"] == _primary_of(plan, iface["bond"]):
+                network.append("PrimarySlave=true")
+        else:
+            network += ["DHCP=no", "LinkLocalAddressing=%s" % ("ipv6" if any(":" in a for a in iface["addresses"])
+                                                               else "no")]
+            for address in iface["addresses"]:
+                network.append("Address=%s" % address)
+            for gateway in iface.get("gateways") or []:
+                network.append("Gateway=%s" % gateway)
+        for vlan in sorted(vlans_on.get(name, [])):
+            network.append("VLAN=%s" % vlan)
+        for route in iface.get("routes") or []:
+            network += ["", "[Route]", "Destination=%s" % route["to"], "Gateway=%s" % route["via"]]
+            if route.get("metric") is not None:
+                network.append("Metric=%d" % route["metric"])
+        files[base + ".network"] = ("\n".join(network) + "\n", "0644")
+    return files
+
+
+def _primary_of(plan, bond_name):
+    for iface in plan["interfaces"]:
+        if iface["kind"] == "bond" and iface["name"] == bond_name:
+            return iface.get("primary")
+    return None
+
+
+RENDERERS = {"netplan": render_netplan, "networkmanager": render_networkmanager, "networkd": render_networkd}

@@ -1,0 +1,207 @@
+"""The network intent: 40+ malformed intents, each error naming the key and value; addressing; the plan."""
+
+import copy
+
+import pytest
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._intent import (
+    allocate_indices,
+    check_collisions,
+    plan_host,
+    validate_networks,
+)
+
+GOOD = {
+    "fabric_networks": {
+        "management": {"role": "management", "subnet": "192.0.2.0/24", "gateway": "192.0.2.1", "mtu": 1500},
+        "training": {"role": "training", "subnet": "198.18.0.0/22", "vlan": 100, "mtu": 9000},
+        "storage": {"role": "storage", "subnet": "198.18.8.0/22", "vlan": 200, "mtu": 9000},
+    },
+    "fabric_bonds": {"bond1": {"members": ["ens1np0", "ens2np0"], "mode": "802.3ad", "lacp_rate": "fast",
+                               "xmit_hash_policy": "layer3+4", "miimon": 100}},
+    "fabric_attachments": {"management": "eno1", "training": "bond1", "storage": "bond1"},
+    "fabric_host_index": 17,
+}
+
+
+@pytest.fixture(scope="module")
+def facts(roots):
+    return gather(root=roots["dgx8"])
+
+
+def variant(path, value):
+    """GOOD with one value replaced ("a.b.c" path; value DELETE removes the key)."""
+    intent = copy.deepcopy(GOOD)
+    keys = path.split(".")
+    target = intent
+    for key in keys[:-1]:
+        target = target.setdefault(key, {})
+    if value is DELETE:
+        target.pop(keys[-1], None)
+    else:
+        target[keys[-1]] = value
+    return intent
+
+
+DELETE = object()
+
+BAD = [
+    # networks
+    ("fabric_networks", "nets", "fabric_networks: expected a mapping of network names, got 'nets'"),
+    ("fabric_networks.training", "198.18.0.0/22", "fabric_networks.training: expected a mapping"),
+    ("fabric_networks.training.netmask", "255.255.252.0", "fabric_networks.training.netmask: unknown key"),
+    ("fabric_networks.training.role", "compute", "fabric_networks.training.role: 'compute' is not one of"),
+    ("fabric_networks.training.subnet", DELETE, "fabric_networks.training: needs subnet (IPv4) or subnet6"),
+    ("fabric_networks.training.subnet", "198.18.0.0/33", "fabric_networks.training.subnet: '198.18.0.0/33' is not an IPv4 subnet"),
+    ("fabric_networks.training.subnet", "198.18.0.0", "fabric_networks.training.subnet: '198.18.0.0' is not an IPv4 subnet in CIDR form"),
+    ("fabric_networks.training.subnet", "198.18.0.5/22", "fabric_networks.training.subnet: '198.18.0.5/22' has host bits set (did you mean 198.18.0.0/22?)"),
+    ("fabric_networks.training.subnet", "fd00::/64", "fabric_networks.training.subnet: 'fd00::/64' is not an IPv4 subnet"),
+    ("fabric_networks.training.subnet6", "198.18.0.0/22", "fabric_networks.training.subnet6: '198.18.0.0/22' is not an IPv6 subnet"),
+    ("fabric_networks.management.gateway", "192.0.3.1", "fabric_networks.management.gateway: 192.0.3.1 is outside "
+     "fabric_networks.management.subnet 192.0.2.0/24"),
+    ("fabric_networks.management.gateway", "192.0.2.255", "fabric_networks.management.gateway: 192.0.2.255 is the network or broadcast address"),
+    ("fabric_networks.management.gateway", "gw", "fabric_networks.management.gateway: 'gw' is not an IP address"),
+    ("fabric_networks.training.vlan", 4095, "fabric_networks.training.vlan: 4095 is outside 1..4094"),
+    ("fabric_networks.training.vlan", 0, "fabric_networks.training.vlan: 0 is outside 1..4094"),
+    ("fabric_networks.training.vlan", "100", "fabric_networks.training.vlan: '100' is outside 1..4094"),
+    ("fabric_networks.training.mtu", 9217, "fabric_networks.training.mtu: 9217 is outside 68..9216"),
+    ("fabric_networks.training.mtu", 67, "fabric_networks.training.mtu: 67 is outside 68..9216"),
+    ("fabric_networks.training.mtu", True, "fabric_networks.training.mtu: True is outside 68..9216"),
+    ("fabric_networks.storage.subnet", "198.18.2.0/24", "fabric_networks.storage.subnet: 198.18.2.0/24 overlaps fabric_networks.training.subnet 198.18.0.0/22"),
+    ("fabric_networks.training.routes", {"to": "x"}, "fabric_networks.training.routes: expected a list"),
+    ("fabric_networks.training.routes", [{"via": "198.18.0.1"}], "fabric_networks.training.routes[0].to: None is not a destination subnet"),
+    ("fabric_networks.training.routes", [{"to": "10.0.0.0/8"}], "fabric_networks.training.routes[0].via: a route needs a gateway"),
+    ("fabric_networks.training.routes", [{"to": "10.0.0.0/8", "via": "10.0.0.1"}],
+     "fabric_networks.training.routes[0].via: 10.0.0.1 is not in the network's own subnet"),
+    ("fabric_networks.training.routes", [{"to": "10.0.0.0/8", "via": "198.18.0.1", "metric": -1}],
+     "fabric_networks.training.routes[0].metric: -1 must be a non-negative number"),
+    ("fabric_networks.training.routes", [{"to": "10.0.0.0/8", "via": "198.18.0.1", "table": 5}], "fabric_networks.training.routes[0].table: unknown key"),
+    # bonds
+    ("fabric_bonds", ["bond1"], "fabric_bonds: expected a mapping of bond names"),
+    ("fabric_bonds.bond-training-rail0", {"members": ["ens3np0"], "mode": "active-backup"},
+     "fabric_bonds.bond-training-rail0: 'bond-training-rail0' is longer than 15 characters"),
+    ("fabric_bonds.bond 1", {"members": ["ens3np0"], "mode": "active-backup"}, "fabric_bonds.bond 1: 'bond 1' contains characters Linux refuses"),
+    ("fabric_bonds.bond1.mode", "lacp", "fabric_bonds.bond1.mode: 'lacp' is not one of balance-rr, active-backup"),
+    ("fabric_bonds.bond1.members", DELETE, "fabric_bonds.bond1.members: None must be a non-empty list"),
+    ("fabric_bonds.bond1.members", [], "fabric_bonds.bond1.members: [] must be a non-empty list"),
+    ("fabric_bonds.bond1.members", ["ens1np0", "ens99np0"], "fabric_bonds.bond1.members[1]: 'ens99np0' does not exist on this host"),
+    ("fabric_bonds.bond1.members", ["ens1np0", "bond0"], "fabric_bonds.bond1.members[1]: 'bond0' is a bond interface, not a physical port"),
+    ("fabric_bonds.bond1.members", ["ens1np0", "eth0:1"], "fabric_bonds.bond1.members[1]: 'eth0:1' contains characters Linux refuses"),
+    ("fabric_bonds.bond2", {"members": ["ens2np0", "ens3np0"], "mode": "802.3ad"}, "fabric_bonds.bond2.members[0]: 'ens2np0' is already a member of bond1"),
+    ("fabric_bonds.bond1.members", "nics[?speed_mbps >", "fabric_bonds.bond1.members: 'nics[?speed_mbps >' is not a valid JMESPath expression"),
+    ("fabric_bonds.bond1.members", "numa.count", "fabric_bonds.bond1.members: 'numa.count' must select a list of interface names, got 2"),
+    ("fabric_bonds.bond1.members", "nics[?speed_mbps > `1000000`].name",
+     "fabric_bonds.bond1.members: selector 'nics[?speed_mbps > `1000000`].name' matched no interface"),
+    ("fabric_bonds.bond1.lacp_rate", "quick", "fabric_bonds.bond1.lacp_rate: 'quick' is not one of slow, fast"),
+    ("fabric_bonds.bond1.xmit_hash_policy", "layer4", "fabric_bonds.bond1.xmit_hash_policy: 'layer4' is not one of"),
+    ("fabric_bonds.bond1.miimon", -5, "fabric_bonds.bond1.miimon: -5 must be a non-negative number of milliseconds"),
+    ("fabric_bonds.bond1.primary", "ens1np0", "fabric_bonds.bond1.primary: only applies to active-backup"),
+    ("fabric_bonds.bond1.mtu", 9000, None),  # valid: an explicit bond MTU at the VLAN's
+    ("fabric_bonds.bond1.mtu", 1500, "fabric_bonds.bond1.mtu: 1500 is below the MTU 9000 of VLAN bond1.100 riding on it"),
+    ("fabric_bonds.bond1.speed", 100, "fabric_bonds.bond1.speed: unknown key"),
+    # attachments
+    ("fabric_attachments", ["eno1"], "fabric_attachments: expected a mapping of network to device"),
+    ("fabric_attachments.backup", "eno2", "fabric_attachments.backup: 'backup' is not a network in fabric_networks"),
+    ("fabric_attachments.training", "bond9", "fabric_attachments.training: 'bond9' is neither a bond in fabric_bonds nor an interface"),
+    ("fabric_attachments.training", "ens1np0", "fabric_attachments.training: 'ens1np0' is a member of bond bond1; attach to the bond"),
+    ("fabric_attachments.training", "enp193s0f0np0xyz", "fabric_attachments.training: 'enp193s0f0np0xyz' is longer than 15"),
+    ("fabric_networks.storage.vlan", 100, "fabric_attachments.training: VLAN 100 on bond1 is already used by network storage"),
+    ("fabric_networks.storage.vlan", DELETE, None),  # storage untagged on bond1: valid
+    # addressing
+    ("fabric_host_index", 0, "fabric_host_index: 0 must be a positive number"),
+    ("fabric_host_index", "17", "fabric_host_index: '17' must be a positive number"),
+    ("fabric_host_index", 1, "fabric_host_index: 192.0.2.1 is the network, broadcast or gateway address of management"),
+    ("fabric_host_index", 255, "fabric_host_index: 192.0.2.255 is the network, broadcast or gateway address of management"),
+    ("fabric_host_index", 300, "fabric_host_index: 300 does not fit in management 192.0.2.0/24"),
+    ("fabric_addresses", {"training": "198.18.4.1"}, "fabric_addresses.training: 198.18.4.1 is outside training 198.18.0.0/22"),
+    ("fabric_addresses", {"training": "10.0.0.300"}, "fabric_addresses.training: '10.0.0.300' is not an IP address"),
+    ("fabric_addresses", {"backup": "198.18.0.9"}, "fabric_addresses.backup: not a network in fabric_networks"),
+    ("fabric_addresses", {"training": "198.18.0.0"}, "fabric_addresses.training: 198.18.0.0 is the network, broadcast or gateway address"),
+    ("fabric_addresses", "198.18.0.9", "fabric_addresses: expected a mapping of network to address"),
+    # backend
+    ("fabric_network_backend", "ifupdown", "fabric_network_backend: 'ifupdown' is not one of auto, netplan, networkmanager, networkd"),
+]
+
+
+@pytest.mark.parametrize("path,value,message", BAD, ids=["%02d-%s" % (i, c[0]) for i, c in enumerate(BAD)])
+def test_bad_intent(path, value, message, facts):
+    _plan, errors, _warnings = plan_host("node", variant(path, value), facts)
+    if message is None:
+        assert errors == []
+    else:
+        assert any(message in error for error in errors), errors
+
+
+def test_at_least_forty_bad_cases():
+    assert len([case for case in BAD if case[2]]) >= 40
+
+
+def test_good_intent_plan(facts):
+    plan, errors, warnings = plan_host("node", GOOD, facts)
+    assert errors == [] and warnings == []
+    names = [(i["name"], i["kind"], i["mtu"]) for i in plan["interfaces"]]
+    # Creation order: ports, bonds, VLANs; the bond and its members carry the VLANs' 9000.
+    assert names == [("eno1", "ethernet", 1500), ("ens1np0", "ethernet", 9000), ("ens2np0", "ethernet", 9000),
+                     ("bond1", "bond", 9000), ("bond1.100", "vlan", 9000), ("bond1.200", "vlan", 9000)]
+    by_name = dict((i["name"], i) for i in plan["interfaces"])
+    assert by_name["bond1.100"]["addresses"] == ["198.18.0.17/22"]
+    assert by_name["eno1"]["gateways"] == ["192.0.2.1"]
+
+
+@pytest.mark.parametrize("path,value,warning", [
+    ("fabric_bonds.bond1.members", ["ens1np0"], "fabric_bonds.bond1: 802.3ad with one member"),
+    ("fabric_attachments.training", "eno1", "fabric_attachments.training: training network on eno1, the management interface"),
+])
+def test_warnings(path, value, warning, facts):
+    intent = variant(path, value)
+    if path == "fabric_attachments.training":
+        intent["fabric_attachments"]["storage"] = "eno1"
+    _plan, errors, warnings = plan_host("node", intent, facts)
+    assert errors == [] and any(warning in w for w in warnings), (errors, warnings)
+
+
+def test_training_on_management_allowed(facts):
+    intent = variant("fabric_attachments.training", "eno1")
+    intent["fabric_attachments"]["storage"] = "eno1"
+    intent["fabric_networks"]["training"]["allow_on_management"] = True
+    _plan, errors, warnings = plan_host("node", intent, facts)
+    assert errors == [] and not any("management interface" in w for w in warnings)
+
+
+def test_collisions_across_hosts(facts):
+    plans = dict((h, plan_host(h, variant("fabric_host_index", 17), facts)[0]) for h in ("a", "b"))
+    errors = check_collisions(plans)
+    assert any("192.0.2.17 is given to a (management) and b (management)" in e for e in errors)
+
+
+def test_allocation_pins_indices():
+    networks = validate_networks(GOOD["fabric_networks"], [])
+    by_host = dict(("node%02d" % i, networks) for i in range(1, 6))
+    first = allocate_indices({}, ["node03", "node01", "node02"], by_host)
+    assert first == {"node03": 2, "node01": 3, "node02": 4}  # 1 is the management gateway
+    # Removing node01 and adding two hosts renumbers nobody; node01's index stays reserved.
+    second = allocate_indices(first, ["node03", "node02", "node05", "node04"], by_host)
+    assert second == {"node03": 2, "node01": 3, "node02": 4, "node05": 5, "node04": 6}
+
+
+def test_allocation_skips_reserved_addresses():
+    networks = validate_networks({"small": {"role": "training", "subnet": "198.18.0.0/30", "gateway": "198.18.0.1"}}, [])
+    result = allocate_indices({}, ["only"], {"only": networks})
+    assert result == {"only": 2}
+
+
+def test_two_untagged_networks_on_one_device(facts):
+    intent = copy.deepcopy(GOOD)
+    del intent["fabric_networks"]["storage"]["vlan"]
+    intent["fabric_attachments"]["storage"] = "eno1"
+    _plan, errors, _warnings = plan_host("node", intent, facts)
+    assert any("fabric_attachments.storage: eno1 already carries network management untagged" in e for e in errors)
+
+
+def test_vlan_name_too_long(facts):
+    intent = copy.deepcopy(GOOD)
+    intent["fabric_bonds"] = {"bond-rail00001": {"members": ["ens1np0", "ens2np0"], "mode": "802.3ad"}}
+    intent["fabric_attachments"].update(training="bond-rail00001", storage="bond-rail00001")
+    _plan, errors, _warnings = plan_host("node", intent, facts)
+    assert any("'bond-rail00001.100' is longer than 15 characters" in e for e in errors), errors
