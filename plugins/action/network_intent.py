@@ -84,7 +84,8 @@ class ActionModule(ActionBase):
         rendered = {}
         for host, plan in plans.items():
             backends = [plan["backend"]] if plan["backend"] != "auto" else sorted(RENDERERS)
-            rendered[host] = dict((b, dict((p, c) for p, (c, _m) in RENDERERS[b](plan).items())) for b in backends)
+            rendered[host] = dict((b, dict((p, {"content": c, "mode": m}) for p, (c, m) in RENDERERS[b](plan).items()))
+                                  for b in backends)
             if args["render_dir"] and not self._task.check_mode:
                 for backend in rendered[host]:
                     for path, (content, mode) in RENDERERS[backend](plan).items():

@@ -90,7 +90,8 @@ plans:
   returned: success
   type: dict
 rendered:
-  description: Per host and backend, the file contents by path.
+  description: Per host and backend, the files by path, each with C(content) and C(mode); what
+    M(gpuops.fabric.network_config) takes as O(gpuops.fabric.network_config#module:rendered).
   returned: success
   type: dict
 warnings_list:
