@@ -106,10 +106,21 @@ class ActionModule(ActionBase):
             "expectations": hostvars.get("fabric_expectations"),
             "waivers": hostvars.get("fabric_waivers"),
             "networks": hostvars.get("fabric_networks"),
+            "drift": ActionModule._drift(hostvars.get("network_result")),
             "attachments": hostvars.get("fabric_attachments"),
             "status": status,
             "reason": reason,
         }
+
+    @staticmethod
+    def _drift(result):
+        """What the network role would change (its check-mode result), or None when it did not run."""
+        if not isinstance(result, dict) or result.get("skipped") or "files" not in result:
+            return None
+        if result.get("failed"):
+            return {"error": result.get("msg")}
+        return {"changes": [str(f) for f in result.get("files") or []] if result.get("changed") else [],
+                "diff": result.get("diff_text") or "", "backend": result.get("backend")}
 
     def _collection_version(self):
         try:

@@ -721,3 +721,25 @@ def net_training_on_management(ctx):
                             % (name, shared[0], mgmt_name),
                             {"training": name, "management": mgmt_name, "interfaces": shared,
                              "attachments": dict((k, attachments.get(k)) for k in (name, mgmt_name))})
+
+
+# ---- configuration drift ----------------------------------------------------------------------------
+@host_rule(
+    "DRIFT-001", "Network configuration drifted from the intent", "fail",
+    """The node's network files differ from what the inventory's intent renders: someone changed an MTU, removed
+    a VLAN or edited a bond by hand, or the intent changed and was not applied. The next reboot or reload brings
+    up a network nobody reviewed.""",
+    """Review the diff; if the change is wanted, put it in the inventory's intent, then run
+    `ansible-playbook gpuops.fabric.network` to apply the intent again.""")
+def drift_network(ctx):
+    drift = ctx.expect.get("drift")
+    if drift is None:
+        raise NotApplicable("no drift check ran (use playbooks/drift.yml)")
+    if drift.get("error"):
+        ctx.finding("network", "drift check failed: %s" % drift["error"], drift)
+        return
+    for change in drift["changes"]:
+        action, _sep, path = change.partition(" ")
+        ctx.finding(path, "%s would be %s to match the intent (%s)" % (
+            path, "rewritten" if action == "write" else "removed", drift.get("backend")),
+            {"diff": drift["diff"], "backend": drift.get("backend")})

@@ -103,3 +103,36 @@ def test_invalid_intent_touches_no_host(ansible_env, roots, tmp_path):
     assert result.returncode != 0
     assert "fabric_networks.training.vlan: 5000 is outside 1..4094" in result.stdout
     assert not (tmp_path / "node-a" / "etc" / "systemd").exists()
+
+
+def test_drift_playbook_reports_hand_edits(ansible_env, roots, tmp_path):
+    import json
+    inv = inventory(tmp_path, roots, backend="networkd")
+    assert play(ansible_env, inv).returncode == 0
+    env = dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default")
+
+    def drift(report_dir):
+        return subprocess.run(["ansible-playbook", "-i", inv, "gpuops.fabric.drift", "-e", "fabric_report_dir=" +
+                               str(report_dir)], env=env, capture_output=True, text=True, timeout=300, cwd=REPO,
+                              check=False)
+
+    clean = drift(tmp_path / "clean")
+    assert clean.returncode == 0, clean.stdout[-3000:]
+    # A hand edit on one node: an MTU lowered, a VLAN removed.
+    netdir = tmp_path / "node-b" / "etc" / "systemd" / "network"
+    (netdir / "60-gpuops-bond1.network").write_text((netdir / "60-gpuops-bond1.network").read_text()
+                                                    .replace("MTUBytes=9000", "MTUBytes=1500"))
+    (netdir / "60-gpuops-bond1.100.netdev").unlink()
+    drifted = drift(tmp_path / "drifted")
+    assert drifted.returncode != 0
+    with open(str(tmp_path / "drifted" / "report.json")) as handle:
+        report = json.load(handle)
+    found = sorted((f["host"], f["subject"]) for f in report["findings"] if f["id"] == "DRIFT-001")
+    assert found == [("node-b", "/etc/systemd/network/60-gpuops-bond1.100.netdev"),
+                     ("node-b", "/etc/systemd/network/60-gpuops-bond1.network")]
+    diff = [f for f in report["findings"] if f["id"] == "DRIFT-001"][0]["evidence"]["diff"]
+    assert "-MTUBytes=1500" in diff and "+MTUBytes=9000" in diff
+    assert (netdir / "60-gpuops-bond1.100.netdev").exists() is False  # check mode wrote nothing
+    # After re-applying the intent no drift remains.
+    assert play(ansible_env, inv).returncode == 0
+    assert drift(tmp_path / "again").returncode == 0

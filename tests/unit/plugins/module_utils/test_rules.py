@@ -41,7 +41,7 @@ def of(findings, rule_id):
 
 def test_catalog_entries_are_complete():
     for rule in CATALOG.values():
-        assert rule.id.split("-")[0] in ("PCIE", "NUMA", "NET", "BOND", "GDR", "NCCL", "PERF")
+        assert rule.id.split("-")[0] in ("PCIE", "NUMA", "NET", "BOND", "GDR", "NCCL", "PERF", "DRIFT")
         assert rule.title and rule.description and rule.remediation and rule.severity in ("fail", "warn", "info")
 
 
@@ -49,7 +49,7 @@ def test_healthy_node_passes_everything(healthy):
     findings, outcomes = run(healthy, DGX_EXPECT)
     assert findings == []
     not_judged = sorted(r for r, (status, _why) in outcomes.items() if status != "pass")
-    assert not_judged == ["NET-008"]  # no fabric_networks given here
+    assert not_judged == ["DRIFT-001", "NET-008"]  # no drift check, no fabric_networks here
 
 
 def test_broken_twin_shows_each_planted_fault(broken):
