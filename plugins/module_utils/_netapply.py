@@ -123,3 +123,30 @@ def unified(diffs):
         out.extend(difflib.unified_diff(item["before"].splitlines(True), item["after"].splitlines(True),
                                         item["before_header"], item["after_header"]))
     return "".join(out)
+
+
+def apply_commands(backend, changes):
+    """Argument lists that make the backend apply the changed files to the running system."""
+    names = sorted(set(_interface_of(backend, path) for _action, path, _new in changes) - {None})
+    if backend == "netplan":
+        return [["netplan", "apply"]]
+    if backend == "networkd":
+        commands = [["networkctl", "reload"]]
+        present = [n for n in names if os.path.exists("/sys/class/net/" + n)]
+        if present:
+            commands.append(["networkctl", "reconfigure"] + present)
+        return commands
+    commands = [["nmcli", "connection", "reload"]]
+    for action, path, _new in changes:
+        if action == "write":
+            commands.append(["nmcli", "connection", "up", "id", os.path.basename(path)[:-len(".nmconnection")]])
+    return commands
+
+
+def _interface_of(backend, path):
+    name = os.path.basename(path)
+    if backend == "networkd" and name.startswith("60-gpuops-"):
+        return name[len("60-gpuops-"):].rsplit(".", 1)[0]
+    if backend == "networkmanager" and name.startswith("gpuops-"):
+        return name[len("gpuops-"):-len(".nmconnection")]
+    return None

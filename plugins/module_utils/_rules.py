@@ -663,13 +663,23 @@ def net_subnet_overlap(ctx, hosts):
 @inventory_rule(
     "NET-007", "Address used by more than one host", "fail",
     """Two hosts with one address break whichever of them the switches learned last: connections reset,
-    NCCL bootstrap hangs on the wrong peer, and the fault moves around as ARP caches expire.""",
+    NCCL bootstrap hangs on the wrong peer, and the fault moves around as ARP caches expire. With a network
+    intent only addresses in its networks count; without one, bridges and virtual interfaces are left out.""",
     """Give each host its own address (fabric_addresses or the allocation file), then check with
     `arping -D` before bringing the interface up.""")
 def net_duplicate_addresses(ctx, hosts):
     owners = {}
-    for host, (facts, _expect) in sorted(hosts.items()):
+    for host, (facts, expect) in sorted(hosts.items()):
+        subnets = [s for net in (expect.get("networks") or {}).values() for s in net["subnets"]]
+        kinds = dict((n["name"], n["kind"]) for n in facts.get("nics") or [])
         for iface, address in _interface_addresses(facts):
+            if subnets:
+                # With a network intent, only its networks count: NAT and container bridges (docker0,
+                # a hypervisor's user network) repeat the same private address on every host by design.
+                if not any(address.ip in subnet for subnet in subnets):
+                    continue
+            elif kinds.get(iface) in ("bridge", "virtual"):
+                continue
             owners.setdefault(str(address.ip), []).append((host, iface))
     if not owners:
         raise NotApplicable("no host facts carry addresses (captures and XML sources have none)")

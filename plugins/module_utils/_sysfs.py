@@ -411,8 +411,10 @@ class SysfsReader:
         target = self.resolve(entry)
         exists = os.path.isdir(target)
         parts = target.split(os.sep)
-        if len(parts) >= 3 and parts[-2] == "net" and PCI_ADDRESS_RE.match(parts[-3]):
-            dev.pci_address = parts[-3].lower()
+        pci_index = _pci_component(parts[:-2]) if len(parts) >= 3 and parts[-2] == "net" else None
+        if pci_index is not None:
+            # The PCI function is the netdev's parent, or further up (virtio: .../0000:00:04.0/virtio1/net/X).
+            dev.pci_address = parts[pci_index].lower()
             dev.driver = self.link_name(join(os.path.dirname(os.path.dirname(target)), "driver"))
         virtual = "virtual" in parts
         if exists:
@@ -460,8 +462,9 @@ class SysfsReader:
             target = self.resolve(os.path.join(class_ib, name))
             rdma = RdmaDevice(name=name)
             parts = target.split(os.sep)
-            if len(parts) >= 3 and parts[-2] == "infiniband" and PCI_ADDRESS_RE.match(parts[-3]):
-                rdma.pci_address = parts[-3].lower()
+            pci_index = _pci_component(parts[:-2]) if len(parts) >= 3 and parts[-2] == "infiniband" else None
+            if pci_index is not None:
+                rdma.pci_address = parts[pci_index].lower()
                 for netdev in self.topo.netdevs.values():
                     if netdev.pci_address == rdma.pci_address:
                         rdma.netdevs.append(netdev.name)
@@ -565,6 +568,16 @@ class SysfsReader:
                 self.topo.vlans[name] = Vlan(name=name, vlan_id=int(vid), parent=parent, source="name")
                 dev.kind = "vlan"
                 self.topo.warn("%s: VLAN id and parent inferred from the name (no /proc/net/vlan/config entry)" % name)
+
+
+def _pci_component(parts):
+    """Index of the last PCI address among path components, or None (virtual devices)."""
+    for index in range(len(parts) - 1, -1, -1):
+        if PCI_ADDRESS_RE.match(parts[index]):
+            return index
+        if parts[index] == "devices":
+            break
+    return None
 
 
 def ipv4_from_gid(gid):

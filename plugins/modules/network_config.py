@@ -18,8 +18,8 @@ description:
     C(/etc/systemd/network/60-gpuops-*)); interfaces the intent does not name are never touched.
   - Writes atomically with the modes the backends want (netplan and keyfiles 0600), reports C(changed) with a
     C(diff), and changes nothing in check mode.
-  - This version writes files and reloads nothing; applying them to the running kernel with a rollback timer is
-    being built (see docs/network_intent.md).
+  - With O(apply) (the default) the backend then applies the change to the running system. A node-side
+    rollback timer for changes that cut the controller off is being built (see docs/network_intent.md).
 author:
   - gpuops.fabric maintainers (@gpuops)
 extends_documentation_fragment:
@@ -58,6 +58,17 @@ options:
     description: Directory standing for C(/) (tests, image builds). Default C(/).
     type: path
     default: /
+  apply:
+    description:
+      - After a change, make the backend bring the running system in line (C(netplan apply); C(networkctl reload)
+        and C(networkctl reconfigure) of the changed interfaces; C(nmcli connection reload) and C(nmcli connection
+        up) of the changed connections). Never with a O(root) other than C(/), and never in check mode.
+    type: bool
+    default: true
+  apply_timeout:
+    description: Seconds the backend's apply may take before the module gives up and fails.
+    type: int
+    default: 120
 """
 
 EXAMPLES = r"""
@@ -88,6 +99,12 @@ diff_text:
   description: A unified diff of everything changed (or that would change in check mode).
   returned: always
   type: str
+applied:
+  description: The backend commands run to apply the change, with their return codes.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{command: [netplan, apply], rc: 0}]
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -95,6 +112,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import (
     ApplyError,
     apply_changes,
+    apply_commands,
     detect_backend,
     plan_changes,
     present_files,
@@ -109,6 +127,8 @@ def main():
             rendered=dict(type="dict"),
             backend=dict(type="str", choices=["auto", "netplan", "networkmanager", "networkd"], default="auto"),
             root=dict(type="path", default="/"),
+            apply=dict(type="bool", default=True),
+            apply_timeout=dict(type="int", default=120),
         ),
         required_if=[("state", "merged", ("rendered",)), ("state", "replaced", ("rendered",)),
                      ("state", "rendered", ("rendered",))],
@@ -136,8 +156,18 @@ def main():
             apply_changes(root, changes)
     except (ApplyError, OSError) as exc:
         module.fail_json(msg=str(exc))
+    applied = []
+    if changes and not module.check_mode and params["apply"] and root == "/":
+        for command in apply_commands(backend, changes):
+            binary = module.get_bin_path(command[0], required=True)
+            rc, out, err = module.run_command(["timeout", str(params["apply_timeout"]), binary] + command[1:],
+                                              environ_update={"LC_ALL": "C"})
+            applied.append({"command": command, "rc": rc})
+            if rc != 0:
+                module.fail_json(msg="%s failed (rc %d): %s" % (" ".join(command), rc, (err or out).strip()),
+                                 applied=applied, files=["%s %s" % (a, p) for a, p, _n in changes])
     result = dict(changed=bool(changes), backend=backend, files=["%s %s" % (a, p) for a, p, _n in changes],
-                  diff_text=unified(diffs))
+                  diff_text=unified(diffs), applied=applied)
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

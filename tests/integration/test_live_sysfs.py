@@ -56,8 +56,10 @@ def test_real_addresses_and_duplicates(interfaces):
     nic = [n for n in facts["nics"] if n["name"] == veth][0]
     assert nic["ipv4"] == ["198.18.0.1/24"]
     assert "fd18::1/64" in nic["ipv6"]
-    # The same machine listed as two inventory hosts: its addresses collide.
-    report, errors = run_audit({"a": {"facts": facts}, "b": {"facts": facts}}, datetime.date.today(), "now")
+    # The same machine listed as two inventory hosts: its addresses in the intent's networks collide.
+    networks = {"training": {"role": "training", "subnet": "198.18.0.0/24"}}
+    report, errors = run_audit({"a": {"facts": facts, "networks": networks}, "b": {"facts": facts, "networks": networks}},
+                               datetime.date.today(), "now")
     assert not errors
     dup = [f for f in report["findings"] if f["id"] == "NET-007" and f["evidence"]["address"] == "198.18.0.1"]
     assert sorted(f["host"] for f in dup) == ["a", "b"] and dup[0]["subject"] == veth

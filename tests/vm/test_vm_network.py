@@ -1,0 +1,111 @@
+"""A real kernel: the network role on two Debian VMs (qemu, TCG) joined back to back by two links.
+
+802.3ad bond + two VLANs at MTU 9000 through netplan; the kernel's own view (/proc/net/bonding) shows both
+ports in one aggregator with the other VM as LACP partner; a don't-fragment ping of 8972 bytes crosses each
+VLAN; a second run and a --check run change nothing; a hand edit is reported by the drift playbook and gone
+after the role runs again; the audit's bond rules pass on the live facts.
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._sysfs import parse_proc_bonding
+from conftest import REPO
+
+VMCTL = os.path.join(REPO, "tests", "vm", "vmctl.sh")
+INVENTORY = os.path.join(REPO, "tests", "vm", "inventory.yml")
+
+
+def vm(n, command, check=True):
+    result = subprocess.run(["bash", VMCTL, "ssh", str(n), command], capture_output=True, text=True, timeout=120,
+                            check=False)
+    if check:
+        assert result.returncode == 0, (command, result.stdout, result.stderr)
+    return result
+
+
+@pytest.fixture(scope="module")
+def vms():
+    for tool in ("qemu-system-x86_64", "mmdebstrap", "qemu-img", "mkfs.ext4", "ssh"):
+        assert subprocess.run(["which", tool], capture_output=True, check=False).returncode == 0, \
+            "%s is not installed; scripts/setup.sh installs it" % tool
+    start = subprocess.run(["bash", VMCTL, "start"], capture_output=True, text=True, timeout=900, check=False)
+    assert start.returncode == 0, start.stdout[-2000:] + start.stderr[-2000:]
+    yield
+    subprocess.run(["bash", VMCTL, "stop"], capture_output=True, timeout=120, check=False)
+
+
+def playbook(env, name, *extra):
+    return subprocess.run(["ansible-playbook", "-i", INVENTORY, name] + list(extra),
+                          env=dict(env, ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_TIMEOUT="60"),
+                          capture_output=True, text=True, timeout=900, cwd=REPO, check=False)
+
+
+def changed(output, host):
+    line = [x for x in output.splitlines() if x.startswith(host + " ")][-1]
+    return int(dict(kv.split("=") for kv in line.split(":", 1)[1].split())["changed"])
+
+
+def wait_for_lacp(n, partner_count=2, tries=30):
+    import time
+    for _try in range(tries):
+        bond = parse_proc_bonding("bond0", vm(n, "cat /proc/net/bonding/bond0").stdout)
+        if len([m for m in bond.members if m.partner_mac and m.partner_mac != "00:00:00:00:00:00"]) == partner_count:
+            return bond
+        time.sleep(2)
+    return bond
+
+
+def test_bond_vlan_mtu_on_a_real_kernel(vms, ansible_env, tmp_path):
+    first = playbook(ansible_env, "gpuops.fabric.network")
+    assert first.returncode == 0, first.stdout[-4000:]
+    assert changed(first.stdout, "vm1") == 1 and changed(first.stdout, "vm2") == 1
+
+    bond1, bond2 = wait_for_lacp(1), wait_for_lacp(2)
+    system_mac = dict((n, vm(n, "cat /sys/class/net/bond0/address").stdout.strip()) for n in (1, 2))
+    assert bond1.mode == "802.3ad" and bond1.lacp_rate == "fast"
+    assert len(set(m.aggregator_id for m in bond1.members)) == 1 and len(bond1.members) == 2
+    assert bond1.active_aggregator_id == bond1.members[0].aggregator_id
+    assert set(m.partner_mac for m in bond1.members) == {system_mac[2]}
+    assert set(m.partner_mac for m in bond2.members) == {system_mac[1]}
+    assert vm(1, "cat /sys/class/net/bond0.100/mtu").stdout.strip() == "9000"
+    for address in ("198.18.4.2", "198.18.5.2"):
+        ping = vm(1, "ping -M do -s 8972 -c 3 -W 3 %s" % address, check=False)
+        assert ping.returncode == 0 and "0% packet loss" in ping.stdout, ping.stdout
+
+    second = playbook(ansible_env, "gpuops.fabric.network")
+    assert second.returncode == 0 and changed(second.stdout, "vm1") == 0 and changed(second.stdout, "vm2") == 0
+    before = vm(2, "md5sum /etc/netplan/60-gpuops-fabric.yaml").stdout
+    check = playbook(ansible_env, "gpuops.fabric.network", "--check")
+    assert check.returncode == 0 and changed(check.stdout, "vm1") == 0 and changed(check.stdout, "vm2") == 0
+    assert vm(2, "md5sum /etc/netplan/60-gpuops-fabric.yaml").stdout == before
+
+    # The live facts of a VM: the audit's bond rules see an aggregated bond with a partner.
+    audit = playbook(ansible_env, "gpuops.fabric.audit", "-e", "fabric_report_dir=%s" % (tmp_path / "audit"),
+                     "-e", "fabric_audit_fail_on=never")
+    assert audit.returncode == 0, audit.stdout[-3000:]
+    with open(str(tmp_path / "audit" / "report.json")) as handle:
+        report = json.load(handle)
+    assert report["summary"]["audited"] == 2
+    for host in ("vm1", "vm2"):
+        outcomes = report["outcomes"][host]
+        assert all(outcomes[r]["status"] == "pass" for r in ("BOND-001", "BOND-002", "BOND-003", "BOND-004")), outcomes
+
+
+def test_drift_is_reported_and_repaired(vms, ansible_env, tmp_path):
+    assert playbook(ansible_env, "gpuops.fabric.network").returncode == 0
+    vm(2, "sed -i 's/mtu: 9000/mtu: 1500/' /etc/netplan/60-gpuops-fabric.yaml")
+    drift = playbook(ansible_env, "gpuops.fabric.drift", "-e", "fabric_report_dir=%s" % (tmp_path / "drift"))
+    assert drift.returncode != 0
+    with open(str(tmp_path / "drift" / "report.json")) as handle:
+        report = json.load(handle)
+    found = [f for f in report["findings"] if f["id"] == "DRIFT-001"]
+    assert [(f["host"], f["subject"]) for f in found] == [("vm2", "/etc/netplan/60-gpuops-fabric.yaml")]
+    assert "-      mtu: 1500" in found[0]["evidence"]["diff"] and "+      mtu: 9000" in found[0]["evidence"]["diff"]
+    repair = playbook(ansible_env, "gpuops.fabric.network")
+    assert repair.returncode == 0 and changed(repair.stdout, "vm2") == 1 and changed(repair.stdout, "vm1") == 0
+    assert playbook(ansible_env, "gpuops.fabric.drift", "-e", "fabric_report_dir=%s" % (tmp_path / "again")
+                    ).returncode == 0

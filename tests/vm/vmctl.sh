@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Two Debian 12 VMs under qemu (TCG: software emulation; KVM here cannot run a stock kernel), joined back
+# to back by two virtio "cables" (qemu socket netdevs, 100G full duplex so 802.3ad can aggregate), each
+# with a management NIC on qemu's user network and SSH forwarded to 127.0.0.1:222N.
+#   vmctl.sh build   rootfs with mmdebstrap, base image with mkfs.ext4 -d (cached in .cache/vm)
+#   vmctl.sh start   boot both VMs from fresh overlays and wait for SSH
+#   vmctl.sh stop    power them off
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+VM=${GPUOPS_VM_DIR:-$PWD/.cache/vm}
+mkdir -p "$VM"
+
+build() {
+  if [ -f "$VM/base.img" ] && [ -f "$VM/id_ed25519" ]; then return; fi
+  rm -rf "$VM/rootfs"
+  mmdebstrap --variant=minbase --include=systemd-sysv,udev,dbus,openssh-server,python3,iproute2,netplan.io,\
+linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps bookworm "$VM/rootfs" >"$VM/mmdebstrap.log" 2>&1
+  [ -f "$VM/id_ed25519" ] || ssh-keygen -q -t ed25519 -N "" -f "$VM/id_ed25519"
+  local r="$VM/rootfs"
+  install -d -m 700 "$r/root/.ssh"
+  install -m 600 "$VM/id_ed25519.pub" "$r/root/.ssh/authorized_keys"
+  echo "/dev/vda / ext4 defaults 0 1" >"$r/etc/fstab"
+  echo "options bonding max_bonds=0" >"$r/etc/modprobe.d/bonding.conf"
+  printf 'bonding\n8021q\n' >"$r/etc/modules-load.d/gpuops-test.conf"
+  cat >"$r/etc/systemd/network/10-mgmt.network" <<'NET'
+[Match]
+MACAddress=52:54:00:00:00:11 52:54:00:00:00:12
+
+[Network]
+DHCP=ipv4
+NET
+  ln -sf /lib/systemd/system/systemd-networkd.service "$r/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
+  cp "$r"/boot/vmlinuz-* "$VM/vmlinuz"
+  cp "$r"/boot/initrd.img-* "$VM/initrd.img"
+  rm -f "$VM/base.img"
+  mkfs.ext4 -q -F -d "$r" "$VM/base.img" 1500M
+}
+
+start() {
+  build
+  for n in 1 2; do
+    stop_one "$n"
+    rm -f "$VM/vm$n.qcow2"
+    qemu-img create -q -f qcow2 -F raw -b "$VM/base.img" "$VM/vm$n.qcow2"
+    if [ "$n" = 1 ]; then mode=listen; else mode=connect; fi
+    qemu-system-x86_64 -machine q35 -accel tcg,tb-size=256 -cpu max -smp 1 -m 512 \
+      -kernel "$VM/vmlinuz" -initrd "$VM/initrd.img" \
+      -append "root=/dev/vda rw console=ttyS0 systemd.hostname=vm$n net.ifnames=1" \
+      -drive "file=$VM/vm$n.qcow2,if=virtio,format=qcow2" \
+      -netdev "user,id=m,hostfwd=tcp:127.0.0.1:222$n-:22" \
+      -device "virtio-net-pci,netdev=m,addr=0x3,mac=52:54:00:00:00:1$n" \
+      -netdev "socket,id=d1,$mode=127.0.0.1:40401" \
+      -device "virtio-net-pci,netdev=d1,addr=0x4,mac=52:54:00:00:01:1$n,speed=100000,duplex=full" \
+      -netdev "socket,id=d2,$mode=127.0.0.1:40402" \
+      -device "virtio-net-pci,netdev=d2,addr=0x5,mac=52:54:00:00:02:1$n,speed=100000,duplex=full" \
+      -display none -serial "file:$VM/vm$n.console" -monitor "unix:$VM/vm$n.mon,server,nowait" \
+      -daemonize -pidfile "$VM/vm$n.pid"
+    [ "$n" = 1 ] && sleep 1
+  done
+  for n in 1 2; do
+    for _try in $(seq 1 120); do
+      if ssh_vm "$n" true 2>/dev/null; then break; fi
+      sleep 2
+    done
+    ssh_vm "$n" true
+  done
+}
+
+ssh_vm() {
+  local n=$1; shift
+  ssh -q -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=5 \
+    -i "$VM/id_ed25519" -p "222$n" root@127.0.0.1 "$@"
+}
+
+stop_one() {
+  local pidfile="$VM/vm$1.pid"
+  if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    kill "$(cat "$pidfile")" || true
+    sleep 1
+  fi
+  rm -f "$pidfile"
+}
+
+case "${1:-}" in
+  build) build ;;
+  start) start ;;
+  stop) stop_one 1; stop_one 2 ;;
+  ssh) shift; ssh_vm "$@" ;;
+  *) echo "usage: $0 build|start|stop|ssh N CMD" >&2; exit 2 ;;
+esac
