@@ -150,3 +150,61 @@ def _interface_of(backend, path):
     if backend == "networkmanager" and name.startswith("gpuops-"):
         return name[len("gpuops-"):-len(".nmconnection")]
     return None
+
+
+# ---- the controller's own path, and rollback -----------------------------------------------------------
+ROLLBACK_DIR = "/var/lib/gpuops-fabric/rollback"
+ROLLBACK_UNIT = "gpuops-fabric-rollback"
+
+
+def connection_interface(ssh_connection, read_file=None):
+    """The interface holding the local end of this SSH connection ($SSH_CONNECTION), or None."""
+    if not ssh_connection:
+        return None
+    fields = ssh_connection.split()
+    if len(fields) != 4:
+        return None
+    local = fields[2]
+    import ipaddress
+    try:
+        wanted = ipaddress.ip_address(local)
+    except ValueError:
+        return None
+    read_file = read_file or _read_text
+    if wanted.version == 6:
+        for line in (read_file("/proc/net/if_inet6") or "").splitlines():
+            parts = line.split()
+            if len(parts) == 6 and ipaddress.IPv6Address(int(parts[0], 16)) == wanted:
+                return parts[5]
+        return None
+    from ansible_collections.gpuops.fabric.plugins.module_utils._sysfs import parse_proc_route, _route_for
+    iface, _prefix = _route_for(str(wanted), parse_proc_route(read_file("/proc/net/route")))
+    return iface
+
+
+def _read_text(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def restore_script(backend, backup_dir, created, saved, commands):
+    """A shell script that puts the backed-up files back, removes the ones the change created, and re-applies.
+
+    Files are copied back one by one: copying the backup directory itself onto / would also copy that
+    directory's own mode (0700) onto /, and lock every unprivileged daemon (sshd's) out of the system.
+    """
+    lines = ["#!/bin/sh", "# Written by gpuops.fabric: undoes a network change the controller did not confirm.",
+             "set -u",
+             "echo 'gpuops-fabric: network change not confirmed, restoring the previous files' >/dev/kmsg || true"]
+    for path in created:
+        lines.append("rm -f '%s'" % path)
+    for path in saved:
+        lines.append("cp -p '%s/files%s' '%s'" % (backup_dir, path, path))
+    for command in commands:
+        lines.append(" ".join("'%s'" % part for part in command) + " || true")
+    lines.append("date -u +%%Y-%%m-%%dT%%H:%%M:%%SZ > '%s/rolled-back'" % backup_dir)
+    lines.append("echo 'gpuops-fabric: previous network configuration restored' >/dev/kmsg || true")
+    return "\n".join(lines) + "\n"

@@ -40,8 +40,9 @@ options:
       - C(replaced) also removes owned files the intent no longer renders (an interface dropped from the intent).
       - C(rendered) returns the files for the chosen backend and touches nothing.
       - C(gathered) returns the owned files present on the node and touches nothing.
+      - C(confirmed) disarms the rollback timer of the last change and drops its backup.
     type: str
-    choices: [merged, replaced, rendered, gathered]
+    choices: [merged, replaced, rendered, gathered, confirmed]
     default: merged
   rendered:
     description:
@@ -69,6 +70,25 @@ options:
     description: Seconds the backend's apply may take before the module gives up and fails.
     type: int
     default: 120
+  rollback_timeout:
+    description:
+      - Before applying, arm a timer on the node (a transient systemd timer) that puts the previous files back and
+        re-applies them after this many seconds, unless O(state=confirmed) disarms it first. The role confirms
+        once the controller reaches the node again, so a change that cuts the controller off undoes itself.
+      - C(0) applies without a safety net.
+    type: int
+    default: 180
+  interfaces:
+    description:
+      - Names of the interfaces the rendered files configure (from the plan). When the interface carrying this
+        connection is among them, the module refuses unless O(allow_management=true).
+    type: list
+    elements: str
+    default: []
+  allow_management:
+    description: Allow changing the interface the controller's connection uses (the rollback timer still guards it).
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -107,12 +127,21 @@ applied:
   sample: [{command: [netplan, apply], rc: 0}]
 """
 
+import json
+import os
+import shutil
+import time
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import (
+    ROLLBACK_DIR,
+    ROLLBACK_UNIT,
     ApplyError,
     apply_changes,
     apply_commands,
+    connection_interface,
+    restore_script,
     detect_backend,
     plan_changes,
     present_files,
@@ -120,15 +149,102 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import (
 )
 
 
+def arm_rollback(module, root, backend, changes, timeout):
+    """Back up what the change touches and arm a node-side timer that restores it."""
+    backup = ROLLBACK_DIR
+    if os.path.isdir(backup):
+        shutil.rmtree(backup)
+    os.makedirs(os.path.join(backup, "files"), 0o700)
+    created, saved = [], []
+    for _action, path, _new in changes:
+        if os.path.exists(path):
+            target = os.path.join(backup, "files", path.lstrip("/"))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copy2(path, target)
+            saved.append(path)
+        else:
+            created.append(path)
+    script = os.path.join(backup, "restore.sh")
+    with open(script, "w") as handle:
+        handle.write(restore_script(backend, backup, created, saved, apply_commands(backend, changes)))
+    os.chmod(script, 0o700)
+    with open(os.path.join(backup, "manifest.json"), "w") as handle:
+        json.dump({"backend": backend, "created": created, "armed_at": time.time(), "timeout": timeout}, handle)
+    systemd_run = module.get_bin_path("systemd-run")
+    if systemd_run:
+        module.run_command([module.get_bin_path("systemctl") or "systemctl", "stop", ROLLBACK_UNIT + ".timer"])
+        module.run_command([module.get_bin_path("systemctl") or "systemctl", "reset-failed", ROLLBACK_UNIT + ".service"])
+        rc, out, err = module.run_command([systemd_run, "--collect", "--unit=%s" % ROLLBACK_UNIT, "--on-active=%ds" % timeout,
+                                           "--timer-property=AccuracySec=1s", "/bin/sh", script])
+        if rc != 0:
+            module.fail_json(msg="could not arm the rollback timer: %s" % (err or out).strip())
+        return "systemd"
+    module.fail_json(msg="no systemd-run on this node: cannot arm a rollback timer; set rollback_timeout: 0 to "
+                     "apply without one")
+    return None
+
+
+def defer_apply(module, commands, timeout):
+    script = os.path.join(ROLLBACK_DIR, "apply.sh")
+    lines = ["#!/bin/sh", "rc=0"]
+    for command in commands:
+        lines.append("timeout %d %s || rc=$?" % (timeout, " ".join("'%s'" % part for part in command)))
+    lines.append("echo $rc > '%s/applied'" % ROLLBACK_DIR)
+    with open(script, "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    os.chmod(script, 0o700)
+    unit = "gpuops-fabric-apply-%d" % int(time.time() * 1000)
+    rc, out, err = module.run_command([module.get_bin_path("systemd-run", required=True), "--unit=%s" % unit,
+                                       "--on-active=2s", "--timer-property=AccuracySec=100ms", "/bin/sh", script])
+    if rc != 0:
+        module.fail_json(msg="could not schedule the apply: %s" % (err or out).strip())
+    return [{"command": c, "deferred": True} for c in commands]
+
+
+def confirm(module, root, timeout):
+    """Wait for a deferred apply, then disarm the rollback timer; report a rollback that already happened."""
+    marker = os.path.join(ROLLBACK_DIR, "rolled-back")
+    applied_marker = os.path.join(ROLLBACK_DIR, "applied")
+    if not os.path.isdir(ROLLBACK_DIR):
+        return dict(changed=False, rolled_back=False, disarmed=False, msg="nothing to confirm")
+    deadline = time.time() + timeout
+    while not os.path.exists(applied_marker) and not os.path.exists(marker) and time.time() < deadline:
+        time.sleep(1)
+    rolled_back = os.path.exists(marker)
+    stopped = False
+    if root == "/" and not module.check_mode and not rolled_back and module.get_bin_path("systemctl"):
+        rc, _out, _err = module.run_command([module.get_bin_path("systemctl"), "stop", ROLLBACK_UNIT + ".timer"])
+        stopped = rc == 0
+    apply_rc = None
+    if os.path.exists(applied_marker):
+        with open(applied_marker) as handle:
+            apply_rc = int(handle.read().strip() or "1")
+    if apply_rc not in (None, 0) and not rolled_back:
+        module.fail_json(msg="applying the change failed on the node (rc %d); the rollback timer was disarmed, the "
+                         "new files are in place" % apply_rc, apply_rc=apply_rc)
+    if rolled_back:
+        with open(marker) as handle:
+            when = handle.read().strip()
+        module.fail_json(msg="the change was rolled back on the node at %s: the controller did not confirm it in "
+                         "time" % when, rolled_back=True)
+    if os.path.isdir(ROLLBACK_DIR) and not module.check_mode:
+        shutil.rmtree(ROLLBACK_DIR)
+    return dict(changed=False, rolled_back=False, disarmed=stopped, apply_rc=apply_rc)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", choices=["merged", "replaced", "rendered", "gathered"], default="merged"),
+            state=dict(type="str", choices=["merged", "replaced", "rendered", "gathered", "confirmed"],
+                       default="merged"),
             rendered=dict(type="dict"),
             backend=dict(type="str", choices=["auto", "netplan", "networkmanager", "networkd"], default="auto"),
             root=dict(type="path", default="/"),
             apply=dict(type="bool", default=True),
             apply_timeout=dict(type="int", default=120),
+            rollback_timeout=dict(type="int", default=180),
+            interfaces=dict(type="list", elements="str", default=[]),
+            allow_management=dict(type="bool", default=False),
         ),
         required_if=[("state", "merged", ("rendered",)), ("state", "replaced", ("rendered",)),
                      ("state", "rendered", ("rendered",))],
@@ -139,6 +255,8 @@ def main():
     backend = params["backend"] if params["backend"] != "auto" else detect_backend(root)
     if params["state"] == "gathered":
         module.exit_json(changed=False, backend=backend, files=present_files(root, backend), diff_text="")
+    if params["state"] == "confirmed":
+        module.exit_json(**confirm(module, root, params["apply_timeout"]))
     rendered = params["rendered"] or {}
     if backend not in rendered:
         module.fail_json(msg="rendered: no files for backend %s (have: %s); render with fabric_network_backend: auto "
@@ -150,14 +268,30 @@ def main():
             module.fail_json(msg="rendered.%s.%s: expected content and mode" % (backend, path))
     if params["state"] == "rendered":
         module.exit_json(changed=False, backend=backend, files=wanted, diff_text="")
+    live = params["apply"] and root == "/"
     try:
         changes, diffs = plan_changes(root, backend, wanted, replace=params["state"] == "replaced")
+    except (ApplyError, OSError) as exc:
+        module.fail_json(msg=str(exc))
+    controller_iface = connection_interface(os.environ.get("SSH_CONNECTION")) if root == "/" else None
+    if changes and controller_iface and controller_iface in params["interfaces"] and not params["allow_management"]:
+        module.fail_json(msg="%s carries this connection from the controller; the intent would change it. Set "
+                         "fabric_network_allow_management: true to allow it (the rollback timer still guards it)"
+                         % controller_iface, controller_interface=controller_iface)
+    armed = None
+    try:
         if changes and not module.check_mode:
+            if live and params["rollback_timeout"] > 0:
+                armed = arm_rollback(module, root, backend, changes, params["rollback_timeout"])
             apply_changes(root, changes)
     except (ApplyError, OSError) as exc:
         module.fail_json(msg=str(exc))
     applied = []
-    if changes and not module.check_mode and params["apply"] and root == "/":
+    if armed:
+        # Apply a moment after this module has answered, so a change that cuts the connection cannot
+        # swallow the answer; state=confirmed then waits for the apply and disarms the rollback.
+        applied = defer_apply(module, apply_commands(backend, changes), params["apply_timeout"])
+    elif changes and not module.check_mode and live:
         for command in apply_commands(backend, changes):
             binary = module.get_bin_path(command[0], required=True)
             rc, out, err = module.run_command(["timeout", str(params["apply_timeout"]), binary] + command[1:],
@@ -167,7 +301,8 @@ def main():
                 module.fail_json(msg="%s failed (rc %d): %s" % (" ".join(command), rc, (err or out).strip()),
                                  applied=applied, files=["%s %s" % (a, p) for a, p, _n in changes])
     result = dict(changed=bool(changes), backend=backend, files=["%s %s" % (a, p) for a, p, _n in changes],
-                  diff_text=unified(diffs), applied=applied)
+                  diff_text=unified(diffs), applied=applied, rollback_armed=armed is not None,
+                  rollback_timeout=params["rollback_timeout"] if armed else None, controller_interface=controller_iface)
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

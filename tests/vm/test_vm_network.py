@@ -109,3 +109,54 @@ def test_drift_is_reported_and_repaired(vms, ansible_env, tmp_path):
     assert repair.returncode == 0 and changed(repair.stdout, "vm2") == 1 and changed(repair.stdout, "vm1") == 0
     assert playbook(ansible_env, "gpuops.fabric.drift", "-e", "fabric_report_dir=%s" % (tmp_path / "again")
                     ).returncode == 0
+
+
+def _inventory_with_management_change(tmp_path, allow):
+    import yaml
+    with open(INVENTORY) as handle:
+        data = yaml.safe_load(handle)
+    group = data["all"]["children"]["vms"]["vars"]
+    group["ansible_ssh_private_key_file"] = os.path.join(os.environ.get("GPUOPS_VM_DIR") or
+                                                         os.path.join(REPO, ".cache", "vm"), "id_ed25519")
+    group["fabric_networks"]["management"] = {"role": "management", "subnet": "198.18.9.0/24"}
+    group["fabric_attachments"]["management"] = "enp0s3"  # the NIC the controller comes in on
+    group["fabric_network_allow_management"] = allow
+    group["fabric_network_rollback_timeout"] = 45
+    group["fabric_network_confirm_timeout"] = 15
+    data["all"]["children"]["vms"]["hosts"] = {"vm1": data["all"]["children"]["vms"]["hosts"]["vm1"]}
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def test_change_to_the_controllers_path_is_refused_then_rolled_back(vms, ansible_env, tmp_path):
+    import time
+    assert playbook(ansible_env, "gpuops.fabric.network").returncode == 0
+    before = vm(1, "cat /etc/netplan/60-gpuops-fabric.yaml").stdout
+
+    refused = subprocess.run(["ansible-playbook", "-i", _inventory_with_management_change(tmp_path, False),
+                              "gpuops.fabric.network"], env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default"),
+                             capture_output=True, text=True, timeout=600, cwd=REPO, check=False)
+    assert refused.returncode != 0
+    assert "enp0s3 carries this connection from the controller" in refused.stdout
+    assert vm(1, "cat /etc/netplan/60-gpuops-fabric.yaml").stdout == before
+
+    # Allowed: the change takes enp0s3 off DHCP, the controller loses the node, the node undoes it.
+    start = time.time()
+    cut = subprocess.run(["ansible-playbook", "-i", _inventory_with_management_change(tmp_path, True),
+                          "gpuops.fabric.network"], env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default"),
+                         capture_output=True, text=True, timeout=600, cwd=REPO, check=False)
+    assert cut.returncode != 0
+    assert "was not reachable within 15 s after its network" in cut.stdout, cut.stdout[-3000:]
+    back = None
+    while time.time() - start < 240:
+        back = vm(1, "cat /var/lib/gpuops-fabric/rollback/rolled-back", check=False)
+        if back.returncode == 0:
+            break
+        time.sleep(5)
+    assert back is not None and back.returncode == 0, "the node did not come back"
+    assert vm(1, "cat /etc/netplan/60-gpuops-fabric.yaml").stdout == before
+    assert "10.0.2.15" in vm(1, "ip -4 -o addr show enp0s3").stdout
+    # The bond and VLANs survived the round trip.
+    ping = vm(1, "ping -M do -s 8972 -c 2 -W 3 198.18.4.2", check=False)
+    assert ping.returncode == 0, ping.stdout

@@ -10,8 +10,12 @@ cd "$(dirname "$0")/../.."
 VM=${GPUOPS_VM_DIR:-$PWD/.cache/vm}
 mkdir -p "$VM"
 
+IMAGE_VERSION=2  # bump when the image recipe changes
+
 build() {
-  if [ -f "$VM/base.img" ] && [ -f "$VM/id_ed25519" ]; then return; fi
+  if [ -f "$VM/base.img" ] && [ -f "$VM/id_ed25519" ] && [ "$(cat "$VM/image-version" 2>/dev/null)" = "$IMAGE_VERSION" ]; then
+    return
+  fi
   rm -rf "$VM/rootfs"
   mmdebstrap --variant=minbase --include=systemd-sysv,udev,dbus,openssh-server,python3,iproute2,netplan.io,\
 linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps bookworm "$VM/rootfs" >"$VM/mmdebstrap.log" 2>&1
@@ -22,18 +26,16 @@ linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps bookworm "$VM/rootfs" >
   echo "/dev/vda / ext4 defaults 0 1" >"$r/etc/fstab"
   echo "options bonding max_bonds=0" >"$r/etc/modprobe.d/bonding.conf"
   printf 'bonding\n8021q\n' >"$r/etc/modules-load.d/gpuops-test.conf"
-  cat >"$r/etc/systemd/network/10-mgmt.network" <<'NET'
-[Match]
-MACAddress=52:54:00:00:00:11 52:54:00:00:00:12
-
-[Network]
-DHCP=ipv4
-NET
+  # Management through netplan, as on Ubuntu GPU nodes: a change to enp0s3 in a later netplan file can cut it.
+  install -d "$r/etc/netplan"
+  printf 'network:\n  version: 2\n  ethernets:\n    enp0s3:\n      dhcp4: true\n' >"$r/etc/netplan/01-mgmt.yaml"
+  chmod 600 "$r/etc/netplan/01-mgmt.yaml"
   ln -sf /lib/systemd/system/systemd-networkd.service "$r/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
   cp "$r"/boot/vmlinuz-* "$VM/vmlinuz"
   cp "$r"/boot/initrd.img-* "$VM/initrd.img"
   rm -f "$VM/base.img"
   mkfs.ext4 -q -F -d "$r" "$VM/base.img" 1500M
+  echo "$IMAGE_VERSION" >"$VM/image-version"
 }
 
 start() {

@@ -104,3 +104,15 @@ def test_nmcli_offline_accepts(intent, facts):
         ours = _ini(content)
         theirs = dict((s, v) for s, v in _ini(result.stdout).items() if v)  # NM adds empty [proxy], [bond-port]
         assert theirs == ours, path
+
+
+def test_restore_script_copies_files_not_directories(tmp_path):
+    """A rollback must never copy a directory onto / (its 0700 mode would lock sshd out of the node)."""
+    from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import restore_script
+    script = restore_script("netplan", "/var/lib/gpuops-fabric/rollback", ["/etc/netplan/new.yaml"],
+                            ["/etc/netplan/60-gpuops-fabric.yaml"], [["netplan", "apply"]])
+    assert "cp -p '/var/lib/gpuops-fabric/rollback/files/etc/netplan/60-gpuops-fabric.yaml' " \
+           "'/etc/netplan/60-gpuops-fabric.yaml'" in script
+    assert "rm -f '/etc/netplan/new.yaml'" in script
+    assert " / " not in script and "/. " not in script
+    assert "'netplan' 'apply' || true" in script
