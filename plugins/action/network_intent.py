@@ -7,7 +7,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import tempfile
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -21,6 +20,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._intent import (
     validate_networks,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._renderers import RENDERERS
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
 
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str"),
@@ -89,7 +89,7 @@ class ActionModule(ActionBase):
             if args["render_dir"] and not self._task.check_mode:
                 for backend in rendered[host]:
                     for path, (content, mode) in RENDERERS[backend](plan).items():
-                        self._write(os.path.join(args["render_dir"], host, backend, path.lstrip("/")), content, mode)
+                        write_atomic(os.path.join(args["render_dir"], host, backend, path.lstrip("/")), content, mode)
         for warning in warnings:
             self._display.warning(warning)
         result.update(changed=False, plans=plans, rendered=rendered, warnings_list=warnings,
@@ -114,19 +114,4 @@ class ActionModule(ActionBase):
         text = ("# Host indices pinned by gpuops.fabric the first time each host was seen; keep this file.\n"
                 + yaml.safe_dump({"version": 1, "hosts": dict(sorted((str(h), int(i)) for h, i in allocations.items()))},
                                  default_flow_style=False))
-        self._write(path, text, "0644")
-
-    @staticmethod
-    def _write(path, content, mode):
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp_path = tempfile.mkstemp(prefix=".gpuops.", dir=directory)
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(content)
-            os.chmod(tmp_path, int(mode, 8))
-            os.replace(tmp_path, path)
-        except BaseException:
-            if os.path.exists(tmp_path):
-                os.unlink(tmp_path)
-            raise
+        write_atomic(path, text, "0644")

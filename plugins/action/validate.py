@@ -8,7 +8,6 @@ __metaclass__ = type
 
 import datetime
 import os
-import tempfile
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -16,6 +15,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._audit import exceeds_policy, run_audit, validate_inputs
 from ansible_collections.gpuops.fabric.plugins.module_utils._report import FILENAMES, FORMATS, RENDERERS
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
 
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str"),
@@ -136,19 +136,9 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _write(report, report_dir, formats):
-        os.makedirs(report_dir, exist_ok=True)
         written = []
         for fmt in formats:
             path = os.path.join(report_dir, FILENAMES[fmt])
-            fd, tmp_path = tempfile.mkstemp(prefix=".%s." % FILENAMES[fmt], dir=report_dir)
-            try:
-                with os.fdopen(fd, "w") as handle:
-                    handle.write(RENDERERS[fmt](report))
-                os.chmod(tmp_path, 0o644)
-                os.replace(tmp_path, path)  # readers never see a half-written report
-            except BaseException:
-                if os.path.exists(tmp_path):
-                    os.unlink(tmp_path)
-                raise
+            write_atomic(path, RENDERERS[fmt](report), "0644")
             written.append(path)
         return written

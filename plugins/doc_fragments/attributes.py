@@ -45,6 +45,31 @@ attributes:
     support: full
 """
 
+    # For actions that run once on the controller (their module file only carries documentation).
+    CONTROLLER_ACTION = r"""
+options: {}
+attributes:
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+  async:
+    description: Supports being used with the C(async) keyword.
+    support: none
+  bypass_host_loop:
+    description: Forces a 'global' task that does not execute per host, this bypasses per host templating and serial,
+      throttle and other loop considerations.
+    support: none
+  diff_mode:
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: N/A
+    platforms: posix
+  idempotent:
+    description: Running the action again with the same input gives the same result and changes nothing.
+    support: full
+"""
+
     ACTIONGROUP = r"""
 options: {}
 attributes:

@@ -29,31 +29,13 @@ author:
   - gpuops.fabric maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.fabric.attributes
+  - gpuops.fabric.attributes.controller_action
   - gpuops.fabric.attributes.actiongroup
 attributes:
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
-  async:
-    description: Supports being used with the C(async) keyword.
-    support: none
-  bypass_host_loop:
-    description: Forces a 'global' task that does not execute per host, this bypasses per host templating and serial,
-      throttle and other loop considerations.
-    support: none
   check_mode:
     support: full
     details:
       - Hosts are never changed; the reports on the controller are written in check mode as well.
-  diff_mode:
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: N/A
-    platforms: posix
-  idempotent:
-    description: Running the action again with the same input gives the same result and changes nothing.
-    support: full
 options:
   hosts:
     description:
