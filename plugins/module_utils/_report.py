@@ -188,6 +188,7 @@ table{border-collapse:collapse;width:100%;font-size:.9rem}th,td{border:1px solid
 text-align:left;vertical-align:top}th{background:#f3f3f3}
 .fail{color:#b00020;font-weight:bold}.warn{color:#a05a00;font-weight:bold}.info{color:#205080}
 .unreachable,.failed{color:#b00020}.filters{margin:.6rem 0;display:flex;gap:.6rem}
+#findings td:nth-child(3){white-space:nowrap}
 """
 
 _JS = """
