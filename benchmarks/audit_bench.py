@@ -58,11 +58,7 @@ def bench_audit(roots, count):
     work = tempfile.mkdtemp()
     bindir = os.path.dirname(sys.executable)
     try:
-        subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "build", "--output-path", work, REPO],
-                       check=True, capture_output=True)
-        tarball = [f for f in os.listdir(work) if f.endswith(".tar.gz")][0]
-        subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "install", "-p", work,
-                        os.path.join(work, tarball)], check=True, capture_output=True)
+        _tarball, collections = conftest.install_collection(work)
         names = ["dgx8", "dgx8-broken", "hwloc-xeonphi-mlx4-2numa", "hwloc-westmere-qib-4numa"]
         hosts = dict(("node%02d" % i, {"fabric_facts_root": roots[names[i % len(names)]]}) for i in range(count))
         inventory = os.path.join(work, "inventory.yml")
@@ -71,7 +67,7 @@ def bench_audit(roots, count):
                                              "fabric_audit_fail_on": "never",
                                              "ansible_python_interpreter": sys.executable},
                                     "hosts": hosts}}, handle)
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=work, ANSIBLE_FORKS="8", ANSIBLE_LOCALHOST_WARNING="0")
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_FORKS="8", ANSIBLE_LOCALHOST_WARNING="0")
 
         def timed(command):
             start = time.perf_counter()

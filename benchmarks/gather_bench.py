@@ -59,12 +59,8 @@ def bench_module(roots, runs):
     bindir = os.path.dirname(sys.executable)
     work = tempfile.mkdtemp()
     try:
-        subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "build", "--output-path", work, REPO],
-                       check=True, capture_output=True)
-        tarball = [f for f in os.listdir(work) if f.endswith(".tar.gz")][0]
-        subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "install", "-p", work,
-                        os.path.join(work, tarball)], check=True, capture_output=True)
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=work, ANSIBLE_LOCALHOST_WARNING="0")
+        _tarball, collections = conftest.install_collection(work)
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_LOCALHOST_WARNING="0")
         base = [os.path.join(bindir, "ansible"), "localhost", "-c", "local", "-e",
                 "ansible_python_interpreter=" + sys.executable, "-o"]
 

@@ -48,28 +48,36 @@ def realdata():
     return path
 
 
+def install_collection(work):
+    """Build the collection tarball in ``work`` and install it there, as users get it.
+
+    Returns (tarball path, the directory to put in ANSIBLE_COLLECTIONS_PATH). Tests and benchmarks use it.
+    """
+    galaxy = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
+    work = str(work)
+    subprocess.run([galaxy, "collection", "build", "--output-path", work, REPO], check=True, capture_output=True)
+    tarball = os.path.join(work, [f for f in os.listdir(work) if f.endswith(".tar.gz")][0])
+    install = os.path.join(work, "collections")
+    subprocess.run([galaxy, "collection", "install", "-p", install, tarball], check=True, capture_output=True)
+    return tarball, install
+
+
 @pytest.fixture(scope="session")
 def ansible_env(tmp_path_factory):
     """Environment for ansible CLI runs against the collection as installed from its built tarball."""
     bindir = os.path.dirname(sys.executable)
-    work = tmp_path_factory.mktemp("collection")
-    subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "build", "--output-path", str(work), REPO],
-                   check=True, capture_output=True)
-    tarball = [f for f in os.listdir(work) if f.endswith(".tar.gz")][0]
-    install = work / "collections"
-    subprocess.run([os.path.join(bindir, "ansible-galaxy"), "collection", "install", "-p", str(install),
-                    str(work / tarball)], check=True, capture_output=True)
+    tarball, install = install_collection(tmp_path_factory.mktemp("collection"))
     env = dict(os.environ)
     env.update({
-        "ANSIBLE_COLLECTIONS_PATH": str(install),
+        "ANSIBLE_COLLECTIONS_PATH": install,
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_FORCE_COLOR": "0",
         "ANSIBLE_LOCALHOST_WARNING": "0",
         "ANSIBLE_INVENTORY_UNPARSED_WARNING": "0",
         "PATH": bindir + os.pathsep + env.get("PATH", ""),
     })
-    env["GPUOPS_TARBALL"] = str(work / tarball)
-    env["GPUOPS_INSTALLED"] = str(install / "ansible_collections" / "gpuops" / "fabric")
+    env["GPUOPS_TARBALL"] = tarball
+    env["GPUOPS_INSTALLED"] = os.path.join(install, "ansible_collections", "gpuops", "fabric")
     return env
 
 

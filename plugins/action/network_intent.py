@@ -9,7 +9,6 @@ __metaclass__ = type
 import os
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._intent import (
@@ -20,6 +19,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._intent import (
     validate_networks,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._renderers import RENDERERS
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import target_hosts, validated_args
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
 
 ARGUMENT_SPEC = dict(
@@ -38,16 +38,9 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
-        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            raise AnsibleActionFail("network_intent: %s" % "; ".join(validation.error_messages))
-        args = validation.validated_parameters
-        hostvars = task_vars.get("hostvars", {})
-        hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all", [])
-        hosts = [str(h) for h in hosts]  # plain strings: host names go into the allocation file
-        for host in hosts:
-            if host not in hostvars:
-                raise AnsibleActionFail("network_intent: hosts: %r is not in the inventory" % host)
+        args = validated_args("network_intent", ARGUMENT_SPEC, self._task.args)
+        # Plain strings: host names go into the allocation file.
+        hosts, hostvars = target_hosts("network_intent", args["hosts"], task_vars)
 
         allocations, allocation_file = {}, args["allocation_file"] or task_vars.get("fabric_allocation_file")
         indices = {}

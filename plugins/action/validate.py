@@ -10,11 +10,11 @@ import datetime
 import os
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._audit import exceeds_policy, run_audit, validate_inputs
 from ansible_collections.gpuops.fabric.plugins.module_utils._report import FILENAMES, FORMATS, RENDERERS
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import target_hosts, validated_args
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
 
 ARGUMENT_SPEC = dict(
@@ -36,24 +36,15 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
-        validation = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validation.error_messages:
-            raise AnsibleActionFail("validate: %s" % "; ".join(validation.error_messages))
-        args = validation.validated_parameters
-
-        hostvars = task_vars.get("hostvars", {})
-        hosts = args["hosts"] if args["hosts"] is not None else task_vars.get("ansible_play_hosts_all", [])
+        args = validated_args("validate", ARGUMENT_SPEC, self._task.args)
+        hosts, hostvars = target_hosts("validate", args["hosts"], task_vars)
         try:
             today = (datetime.datetime.strptime(args["today"], "%Y-%m-%d").date() if args["today"]
                      else datetime.date.today())
         except ValueError:
             raise AnsibleActionFail("validate: today: %r is not a date (YYYY-MM-DD)" % args["today"])
 
-        inputs = {}
-        for host in hosts:
-            if host not in hostvars:
-                raise AnsibleActionFail("validate: hosts: %r is not in the inventory" % host)
-            inputs[host] = self._host_input(hostvars[host])
+        inputs = dict((host, self._host_input(hostvars[host])) for host in hosts)
 
         if args["validate_only"]:
             _normalized, errors = validate_inputs(inputs)
