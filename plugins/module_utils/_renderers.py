@@ -20,6 +20,14 @@ NM_DIR = "/etc/NetworkManager/system-connections"
 NETWORKD_DIR = "/etc/systemd/network"
 _UUID_NAMESPACE = uuid.UUID("5b1e4c1e-7a43-4d57-9f0b-6770756f7073")
 HEADER = "Managed by gpuops.fabric; local changes are overwritten and reported as drift."
+# One comment line per network an interface carries, so state=gathered can give the intent back by name.
+MARKER = "# network %s role %s on %s"
+
+
+def _markers(plan, ifaces):
+    roles = plan.get("roles") or {}
+    return [MARKER % (network, roles.get(network, network), iface["name"])
+            for iface in ifaces for network in iface.get("networks") or []]
 
 
 def _q(value):
@@ -74,7 +82,7 @@ def render_netplan(plan):
             if iface.get("primary"):
                 lines.append("        primary: %s" % _q(iface["primary"]))
         sections[{"ethernet": "ethernets", "bond": "bonds", "vlan": "vlans"}[iface["kind"]]].append("\n".join(lines))
-    out = ["# " + HEADER, "network:", "  version: 2"]
+    out = ["# " + HEADER] + _markers(plan, plan["interfaces"]) + ["network:", "  version: 2"]
     if plan.get("renderer"):
         out.append("  renderer: %s" % plan["renderer"])
     for key in ("ethernets", "bonds", "vlans"):
@@ -114,8 +122,9 @@ def render_networkmanager(plan):
     for iface in plan["interfaces"]:
         name = iface["name"]
         nm_type = {"ethernet": "ethernet", "bond": "bond", "vlan": "vlan"}[iface["kind"]]
-        lines = ["# " + HEADER, "[connection]", "id=gpuops-%s" % name, "uuid=%s" % _nm_uuid(name),
-                 "type=%s" % nm_type, "interface-name=%s" % name]
+        lines = ["# " + HEADER] + _markers(plan, [iface]) + [
+            "[connection]", "id=gpuops-%s" % name, "uuid=%s" % _nm_uuid(name), "type=%s" % nm_type,
+            "interface-name=%s" % name]
         if iface["kind"] == "ethernet" and iface.get("bond"):
             lines += ["master=%s" % iface["bond"], "slave-type=bond"]
         lines.append("")
@@ -160,7 +169,7 @@ def render_networkd(plan):
             else:
                 netdev += ["", "[VLAN]", "Id=%d" % iface["id"]]
             files[base + ".netdev"] = ("\n".join(netdev) + "\n", "0644")
-        network = ["# " + HEADER, "[Match]", "Name=%s" % name, ""]
+        network = ["# " + HEADER] + _markers(plan, [iface]) + ["[Match]", "Name=%s" % name, ""]
         if iface.get("mtu"):
             network += ["[Link]", "MTUBytes=%d" % iface["mtu"], ""]
         network.append("[Network]")

@@ -19,7 +19,7 @@ description:
   - Writes atomically with the modes the backends want (netplan and keyfiles 0600), reports C(changed) with a
     C(diff), and changes nothing in check mode.
   - With O(apply) (the default) the backend then applies the change to the running system. A node-side
-    rollback timer for changes that cut the controller off is being built (see docs/network_intent.md).
+    rollback timer (and, with NetworkManager, its own checkpoint) undoes a change that cuts the controller off.
 author:
   - gpuops.fabric maintainers (@gpuops)
 extends_documentation_fragment:
@@ -39,7 +39,9 @@ options:
       - C(merged) writes the intent's files and leaves other owned files alone.
       - C(replaced) also removes owned files the intent no longer renders (an interface dropped from the intent).
       - C(rendered) returns the files for the chosen backend and touches nothing.
-      - C(gathered) returns the owned files present on the node and touches nothing.
+      - C(gathered) returns the owned files present on the node and, in RV(intent), what they configure in the
+        intent's shape (C(fabric_networks), C(fabric_bonds), C(fabric_attachments), C(fabric_addresses) for this
+        host); touches nothing. Fed back as the inventory's intent, it renders the same files (no change).
       - C(confirmed) disarms the rollback timer of the last change and drops its backup.
     type: str
     choices: [merged, replaced, rendered, gathered, confirmed]
@@ -75,6 +77,9 @@ options:
       - Before applying, arm a timer on the node (a transient systemd timer) that puts the previous files back and
         re-applies them after this many seconds, unless O(state=confirmed) disarms it first. The role confirms
         once the controller reaches the node again, so a change that cuts the controller off undoes itself.
+      - With the NetworkManager backend, NetworkManager's own checkpoint (D-Bus C(CheckpointCreate), all devices,
+        deleting connections added after it) rolls the running state back after this many seconds; the timer
+        then puts the files back byte for byte 15 seconds later. Confirmation destroys the checkpoint.
       - C(0) applies without a safety net.
     type: int
     default: 180
@@ -115,10 +120,37 @@ files:
     the paths written or removed.
   returned: always
   type: raw
+intent:
+  description:
+    - With O(state=gathered), the owned files read back into the intent's shape for this host. Network names and
+      roles come from the comment markers the renderers write; files without them get names from the interface.
+  returned: when state is gathered
+  type: dict
+  sample:
+    fabric_networks: {training: {role: training, subnet: 198.18.4.0/24, vlan: 100, mtu: 9000}}
+    fabric_bonds: {bond0: {members: [enp0s4, enp0s5], mode: 802.3ad, miimon: 100, lacp_rate: fast, mtu: 9000}}
+    fabric_attachments: {training: bond0}
+    fabric_addresses: {training: {ipv4: 198.18.4.1}}
+    fabric_network_backend: netplan
+unrepresented:
+  description: With O(state=gathered), what the files configure that the intent cannot say (a second address of one
+    family on an interface, a gateway on a non-management network) or had to guess (a network name).
+  returned: when state is gathered
+  type: list
+  elements: str
 diff_text:
   description: A unified diff of everything changed (or that would change in check mode).
   returned: always
   type: str
+rollback_armed:
+  description: Whether a rollback timer was armed (a live change with O(rollback_timeout) above 0).
+  returned: always
+  type: bool
+nm_checkpoint:
+  description: The D-Bus path of the NetworkManager checkpoint guarding this change, when NetworkManager is the backend.
+  returned: always
+  type: str
+  sample: /org/freedesktop/NetworkManager/Checkpoint/1
 applied:
   description: The backend commands run to apply the change, with their return codes.
   returned: always
@@ -134,6 +166,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._gather import gather_intent
 from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import (
     ROLLBACK_DIR,
     ROLLBACK_UNIT,
@@ -149,9 +182,59 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import (
 )
 
 
+NM_BUS = ["org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager", "org.freedesktop.NetworkManager"]
+# Roll back also deletes connections added after the checkpoint and disconnects devices that appeared after it.
+NM_CHECKPOINT_FLAGS = 0x02 | 0x04
+# NetworkManager's checkpoint rolls the running state back first; the files are put back this much later.
+NM_FILES_GRACE = 15
+
+
+def nm_checkpoint(module, timeout):
+    """Ask NetworkManager for a checkpoint of all devices that rolls back by itself after ``timeout`` s."""
+    busctl = module.get_bin_path("busctl")
+    if not busctl:
+        module.fail_json(msg="no busctl on this node: cannot create a NetworkManager checkpoint; set "
+                         "rollback_timeout: 0 to apply without one")
+    rc, out, err = module.run_command([busctl, "call"] + NM_BUS + ["CheckpointCreate", "aouu", "0", str(timeout),
+                                                                   str(NM_CHECKPOINT_FLAGS)])
+    if rc != 0 or len(out.split()) < 2:
+        module.fail_json(msg="NetworkManager refused a checkpoint: %s (is NetworkManager running? does another "
+                         "tool hold a checkpoint?)" % (err or out).strip())
+    return out.split()[1].strip('"')
+
+
+def nm_checkpoint_destroy(module, path):
+    """Destroy a checkpoint (the change is confirmed). False when NetworkManager no longer has it."""
+    busctl = module.get_bin_path("busctl")
+    if not busctl:
+        return False
+    rc, _out, _err = module.run_command([busctl, "call"] + NM_BUS + ["CheckpointDestroy", "o", path])
+    return rc == 0
+
+
+def previous_checkpoint(module):
+    """A checkpoint an earlier, unconfirmed run of ours left behind: destroy it before taking a new one."""
+    try:
+        with open(os.path.join(ROLLBACK_DIR, "manifest.json")) as handle:
+            path = json.load(handle).get("checkpoint")
+    except (IOError, OSError, ValueError):
+        return
+    if path:
+        nm_checkpoint_destroy(module, path)
+
+
 def arm_rollback(module, root, backend, changes, timeout):
-    """Back up what the change touches and arm a node-side timer that restores it."""
+    """Back up what the change touches and arm a node-side timer that restores it.
+
+    With NetworkManager as backend, NetworkManager's own checkpoint-with-rollback restores the running state
+    at ``timeout``; the timer then puts the files back (byte for byte) a little later.
+    """
     backup = ROLLBACK_DIR
+    checkpoint = None
+    if backend == "networkmanager":
+        previous_checkpoint(module)
+        checkpoint = nm_checkpoint(module, timeout)
+        timeout += NM_FILES_GRACE
     if os.path.isdir(backup):
         shutil.rmtree(backup)
     os.makedirs(os.path.join(backup, "files"), 0o700)
@@ -169,7 +252,8 @@ def arm_rollback(module, root, backend, changes, timeout):
         handle.write(restore_script(backend, backup, created, saved, apply_commands(backend, changes)))
     os.chmod(script, 0o700)
     with open(os.path.join(backup, "manifest.json"), "w") as handle:
-        json.dump({"backend": backend, "created": created, "armed_at": time.time(), "timeout": timeout}, handle)
+        json.dump({"backend": backend, "created": created, "armed_at": time.time(), "timeout": timeout,
+                   "checkpoint": checkpoint}, handle)
     systemd_run = module.get_bin_path("systemd-run")
     if systemd_run:
         module.run_command([module.get_bin_path("systemctl") or "systemctl", "stop", ROLLBACK_UNIT + ".timer"])
@@ -177,8 +261,10 @@ def arm_rollback(module, root, backend, changes, timeout):
         rc, out, err = module.run_command([systemd_run, "--collect", "--unit=%s" % ROLLBACK_UNIT, "--on-active=%ds" % timeout,
                                            "--timer-property=AccuracySec=1s", "/bin/sh", script])
         if rc != 0:
+            if checkpoint:
+                nm_checkpoint_destroy(module, checkpoint)
             module.fail_json(msg="could not arm the rollback timer: %s" % (err or out).strip())
-        return "systemd"
+        return {"timer": ROLLBACK_UNIT + ".timer", "timeout": timeout, "nm_checkpoint": checkpoint}
     module.fail_json(msg="no systemd-run on this node: cannot arm a rollback timer; set rollback_timeout: 0 to "
                      "apply without one")
     return None
@@ -212,9 +298,21 @@ def confirm(module, root, timeout):
         time.sleep(1)
     rolled_back = os.path.exists(marker)
     stopped = False
+    checkpoint = None
+    try:
+        with open(os.path.join(ROLLBACK_DIR, "manifest.json")) as handle:
+            checkpoint = json.load(handle).get("checkpoint")
+    except (IOError, OSError, ValueError):
+        pass
     if root == "/" and not module.check_mode and not rolled_back and module.get_bin_path("systemctl"):
         rc, _out, _err = module.run_command([module.get_bin_path("systemctl"), "stop", ROLLBACK_UNIT + ".timer"])
         stopped = rc == 0
+        if checkpoint and not nm_checkpoint_destroy(module, checkpoint):
+            # NetworkManager already rolled the running state back; put the files back too, now.
+            module.run_command(["/bin/sh", os.path.join(ROLLBACK_DIR, "restore.sh")])
+            module.fail_json(msg="the change was rolled back on the node by NetworkManager's checkpoint %s: the "
+                             "controller did not confirm it in time; the previous files are back" % checkpoint,
+                             rolled_back=True, nm_checkpoint=checkpoint)
     apply_rc = None
     if os.path.exists(applied_marker):
         with open(applied_marker) as handle:
@@ -229,7 +327,7 @@ def confirm(module, root, timeout):
                          "time" % when, rolled_back=True)
     if os.path.isdir(ROLLBACK_DIR) and not module.check_mode:
         shutil.rmtree(ROLLBACK_DIR)
-    return dict(changed=False, rolled_back=False, disarmed=stopped, apply_rc=apply_rc)
+    return dict(changed=False, rolled_back=False, disarmed=stopped, apply_rc=apply_rc, nm_checkpoint=checkpoint)
 
 
 def main():
@@ -254,7 +352,13 @@ def main():
     root = params["root"]
     backend = params["backend"] if params["backend"] != "auto" else detect_backend(root)
     if params["state"] == "gathered":
-        module.exit_json(changed=False, backend=backend, files=present_files(root, backend), diff_text="")
+        files = present_files(root, backend)
+        try:
+            intent, unrepresented = gather_intent(backend, files)
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            module.fail_json(msg="could not read the %s files back: %s" % (backend, exc), files=files)
+        module.exit_json(changed=False, backend=backend, files=files, diff_text="", intent=intent,
+                         unrepresented=unrepresented)
     if params["state"] == "confirmed":
         module.exit_json(**confirm(module, root, params["apply_timeout"]))
     rendered = params["rendered"] or {}
@@ -302,7 +406,8 @@ def main():
                                  applied=applied, files=["%s %s" % (a, p) for a, p, _n in changes])
     result = dict(changed=bool(changes), backend=backend, files=["%s %s" % (a, p) for a, p, _n in changes],
                   diff_text=unified(diffs), applied=applied, rollback_armed=armed is not None,
-                  rollback_timeout=params["rollback_timeout"] if armed else None, controller_interface=controller_iface)
+                  rollback_timeout=armed["timeout"] if armed else None,
+                  nm_checkpoint=armed["nm_checkpoint"] if armed else None, controller_interface=controller_iface)
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)

@@ -1,9 +1,13 @@
 """A real kernel: the network role on two Debian VMs (qemu, TCG) joined back to back by two links.
 
-802.3ad bond + two VLANs at MTU 9000 through netplan; the kernel's own view (/proc/net/bonding) shows both
-ports in one aggregator with the other VM as LACP partner; a don't-fragment ping of 8972 bytes crosses each
-VLAN; a second run and a --check run change nothing; a hand edit is reported by the drift playbook and gone
-after the role runs again; the audit's bond rules pass on the live facts.
+Each test runs once per kind of node: netplan (rendering to systemd-networkd) and NetworkManager (the VMs
+boot with NetworkManager managing every NIC, the management NIC included). 802.3ad bond + two VLANs at MTU
+9000; the kernel's own view (/proc/net/bonding) shows both ports in one aggregator with the other VM as LACP
+partner; a don't-fragment ping of 8972 bytes crosses each VLAN; a second run and a --check run change
+nothing; the files gathered back into the intent and used as the inventory change nothing; a hand edit is
+reported by the drift playbook and gone after the role runs again; the audit's bond rules pass on the live
+facts; a change that cuts the controller off is refused, then, allowed, rolled back by the node (with
+NetworkManager: by its own checkpoint first, then the files).
 """
 
 import json
@@ -27,19 +31,48 @@ def vm(n, command, check=True):
     return result
 
 
-@pytest.fixture(scope="module")
-def vms():
+# What each kind of node keeps: the file a hand edit goes into, and how its MTU line reads.
+KINDS = {
+    "netplan": {"file": "/etc/netplan/60-gpuops-fabric.yaml", "mtu": "      mtu: %d"},
+    "networkmanager": {"file": "/etc/NetworkManager/system-connections/gpuops-bond0.100.nmconnection",
+                       "mtu": "mtu=%d"},
+}
+
+
+def inventory_data(kind):
+    import yaml
+    with open(INVENTORY) as handle:
+        data = yaml.safe_load(handle)
+    group = data["all"]["children"]["vms"]["vars"]
+    group["ansible_ssh_private_key_file"] = os.path.join(os.environ.get("GPUOPS_VM_DIR") or
+                                                         os.path.join(REPO, ".cache", "vm"), "id_ed25519")
+    group["fabric_network_backend"] = kind
+    return data
+
+
+def write_inventory(data, path):
+    import yaml
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+@pytest.fixture(scope="module", params=sorted(KINDS))
+def vms(request, tmp_path_factory):
+    """Two fresh VMs of one kind, and an inventory for them: {"kind", "inventory"}."""
     for tool in ("qemu-system-x86_64", "mmdebstrap", "qemu-img", "mkfs.ext4", "ssh"):
         assert subprocess.run(["which", tool], capture_output=True, check=False).returncode == 0, \
             "%s is not installed; scripts/setup.sh installs it" % tool
-    start = subprocess.run(["bash", VMCTL, "start"], capture_output=True, text=True, timeout=900, check=False)
+    kind = request.param
+    start = subprocess.run(["bash", VMCTL, "start", kind], capture_output=True, text=True, timeout=900,
+                           check=False)
     assert start.returncode == 0, start.stdout[-2000:] + start.stderr[-2000:]
-    yield
+    inventory = write_inventory(inventory_data(kind), tmp_path_factory.mktemp(kind) / "inventory.yml")
+    yield {"kind": kind, "inventory": inventory}
     subprocess.run(["bash", VMCTL, "stop"], capture_output=True, timeout=120, check=False)
 
 
-def playbook(env, name, *extra):
-    return subprocess.run(["ansible-playbook", "-i", INVENTORY, name] + list(extra),
+def playbook(env, inventory, name, *extra):
+    return subprocess.run(["ansible-playbook", "-i", inventory, name] + list(extra),
                           env=dict(env, ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_TIMEOUT="60"),
                           capture_output=True, text=True, timeout=900, cwd=REPO, check=False)
 
@@ -59,8 +92,16 @@ def wait_for_lacp(n, partner_count=2, tries=30):
     return bond
 
 
+def owned_files(n, kind):
+    """md5 sums of the owned files on VM n: what a --check or a no-change run must leave alone."""
+    pattern = {"netplan": "/etc/netplan/60-gpuops-*", "networkmanager":
+               "/etc/NetworkManager/system-connections/gpuops-*"}[kind]
+    return vm(n, "md5sum %s" % pattern).stdout
+
+
 def test_bond_vlan_mtu_on_a_real_kernel(vms, ansible_env, tmp_path):
-    first = playbook(ansible_env, "gpuops.fabric.network")
+    inventory = vms["inventory"]
+    first = playbook(ansible_env, inventory, "gpuops.fabric.network")
     assert first.returncode == 0, first.stdout[-4000:]
     assert changed(first.stdout, "vm1") == 1 and changed(first.stdout, "vm2") == 1
 
@@ -75,17 +116,21 @@ def test_bond_vlan_mtu_on_a_real_kernel(vms, ansible_env, tmp_path):
     for address in ("198.18.4.2", "198.18.5.2"):
         ping = vm(1, "ping -M do -s 8972 -c 3 -W 3 %s" % address, check=False)
         assert ping.returncode == 0 and "0% packet loss" in ping.stdout, ping.stdout
+    if vms["kind"] == "networkmanager":
+        devices = vm(1, "nmcli -t -f DEVICE,STATE,CONNECTION device").stdout
+        for name in ("bond0", "bond0.100", "bond0.200", "enp0s4", "enp0s5"):
+            assert "%s:connected:gpuops-%s" % (name, name) in devices, devices
 
-    second = playbook(ansible_env, "gpuops.fabric.network")
+    second = playbook(ansible_env, inventory, "gpuops.fabric.network")
     assert second.returncode == 0 and changed(second.stdout, "vm1") == 0 and changed(second.stdout, "vm2") == 0
-    before = vm(2, "md5sum /etc/netplan/60-gpuops-fabric.yaml").stdout
-    check = playbook(ansible_env, "gpuops.fabric.network", "--check")
+    before = owned_files(2, vms["kind"])
+    check = playbook(ansible_env, inventory, "gpuops.fabric.network", "--check")
     assert check.returncode == 0 and changed(check.stdout, "vm1") == 0 and changed(check.stdout, "vm2") == 0
-    assert vm(2, "md5sum /etc/netplan/60-gpuops-fabric.yaml").stdout == before
+    assert owned_files(2, vms["kind"]) == before
 
     # The live facts of a VM: the audit's bond rules see an aggregated bond with a partner.
-    audit = playbook(ansible_env, "gpuops.fabric.audit", "-e", "fabric_report_dir=%s" % (tmp_path / "audit"),
-                     "-e", "fabric_audit_fail_on=never")
+    audit = playbook(ansible_env, inventory, "gpuops.fabric.audit",
+                     "-e", "fabric_report_dir=%s" % (tmp_path / "audit"), "-e", "fabric_audit_fail_on=never")
     assert audit.returncode == 0, audit.stdout[-3000:]
     with open(str(tmp_path / "audit" / "report.json")) as handle:
         report = json.load(handle)
@@ -95,59 +140,82 @@ def test_bond_vlan_mtu_on_a_real_kernel(vms, ansible_env, tmp_path):
         assert all(outcomes[r]["status"] == "pass" for r in ("BOND-001", "BOND-002", "BOND-003", "BOND-004")), outcomes
 
 
+def test_gathered_intent_round_trip(vms, ansible_env, tmp_path):
+    """What state=gathered reads back, used as the whole intent of an inventory, changes nothing."""
+    import yaml
+    inventory = vms["inventory"]
+    assert playbook(ansible_env, inventory, "gpuops.fabric.network").returncode == 0
+    gathered = playbook(ansible_env, inventory, os.path.join(REPO, "tests", "vm", "gather_intent.yml"),
+                        "-e", "gathered_dir=%s" % tmp_path)
+    assert gathered.returncode == 0, gathered.stdout[-3000:]
+    with open(inventory) as handle:
+        data = yaml.safe_load(handle)
+    group = data["all"]["children"]["vms"]
+    for key in ("fabric_networks", "fabric_bonds", "fabric_attachments"):
+        del group["vars"][key]
+    for host in ("vm1", "vm2"):
+        with open(str(tmp_path / ("%s.yml" % host))) as handle:
+            intent = yaml.safe_load(handle)
+        assert intent["fabric_bonds"]["bond0"]["members"] == ["enp0s4", "enp0s5"]
+        assert intent["fabric_networks"]["training"] == {"role": "training", "subnet": "198.18.4.0/24", "vlan": 100,
+                                                         "mtu": 9000}
+        assert intent["fabric_attachments"] == {"training": "bond0", "storage": "bond0"}
+        assert intent["fabric_network_backend"] == vms["kind"]
+        group["hosts"][host].update(intent)
+        del group["hosts"][host]["fabric_host_index"]  # the addresses come back explicit
+    again = playbook(ansible_env, write_inventory(data, tmp_path / "gathered-inventory.yml"), "gpuops.fabric.network")
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert changed(again.stdout, "vm1") == 0 and changed(again.stdout, "vm2") == 0
+
+
 def test_drift_is_reported_and_repaired(vms, ansible_env, tmp_path):
-    assert playbook(ansible_env, "gpuops.fabric.network").returncode == 0
-    vm(2, "sed -i 's/mtu: 9000/mtu: 1500/' /etc/netplan/60-gpuops-fabric.yaml")
-    drift = playbook(ansible_env, "gpuops.fabric.drift", "-e", "fabric_report_dir=%s" % (tmp_path / "drift"))
+    inventory, kind = vms["inventory"], vms["kind"]
+    edited, mtu = KINDS[kind]["file"], KINDS[kind]["mtu"]
+    assert playbook(ansible_env, inventory, "gpuops.fabric.network").returncode == 0
+    vm(2, "sed -i 's/%s/%s/' %s" % (mtu % 9000, mtu % 1500, edited))
+    drift = playbook(ansible_env, inventory, "gpuops.fabric.drift", "-e", "fabric_report_dir=%s" % (tmp_path / "drift"))
     assert drift.returncode != 0
     with open(str(tmp_path / "drift" / "report.json")) as handle:
         report = json.load(handle)
     found = [f for f in report["findings"] if f["id"] == "DRIFT-001"]
-    assert [(f["host"], f["subject"]) for f in found] == [("vm2", "/etc/netplan/60-gpuops-fabric.yaml")]
-    assert "-      mtu: 1500" in found[0]["evidence"]["diff"] and "+      mtu: 9000" in found[0]["evidence"]["diff"]
-    repair = playbook(ansible_env, "gpuops.fabric.network")
+    assert [(f["host"], f["subject"]) for f in found] == [("vm2", edited)]
+    assert "-" + mtu % 1500 in found[0]["evidence"]["diff"] and "+" + mtu % 9000 in found[0]["evidence"]["diff"]
+    repair = playbook(ansible_env, inventory, "gpuops.fabric.network")
     assert repair.returncode == 0 and changed(repair.stdout, "vm2") == 1 and changed(repair.stdout, "vm1") == 0
-    assert playbook(ansible_env, "gpuops.fabric.drift", "-e", "fabric_report_dir=%s" % (tmp_path / "again")
+    assert playbook(ansible_env, inventory, "gpuops.fabric.drift", "-e", "fabric_report_dir=%s" % (tmp_path / "again")
                     ).returncode == 0
 
 
-def _inventory_with_management_change(tmp_path, allow):
-    import yaml
-    with open(INVENTORY) as handle:
-        data = yaml.safe_load(handle)
+def _inventory_with_management_change(vms, tmp_path, allow):
+    data = inventory_data(vms["kind"])
     group = data["all"]["children"]["vms"]["vars"]
-    group["ansible_ssh_private_key_file"] = os.path.join(os.environ.get("GPUOPS_VM_DIR") or
-                                                         os.path.join(REPO, ".cache", "vm"), "id_ed25519")
     group["fabric_networks"]["management"] = {"role": "management", "subnet": "198.18.9.0/24"}
     group["fabric_attachments"]["management"] = "enp0s3"  # the NIC the controller comes in on
     group["fabric_network_allow_management"] = allow
     group["fabric_network_rollback_timeout"] = 45
     group["fabric_network_confirm_timeout"] = 15
     data["all"]["children"]["vms"]["hosts"] = {"vm1": data["all"]["children"]["vms"]["hosts"]["vm1"]}
-    path = tmp_path / "inventory.yml"
-    path.write_text(yaml.safe_dump(data))
-    return str(path)
+    return write_inventory(data, tmp_path / ("inventory-%s.yml" % allow))
 
 
 def test_change_to_the_controllers_path_is_refused_then_rolled_back(vms, ansible_env, tmp_path):
     import time
-    assert playbook(ansible_env, "gpuops.fabric.network").returncode == 0
-    before = vm(1, "cat /etc/netplan/60-gpuops-fabric.yaml").stdout
+    assert playbook(ansible_env, vms["inventory"], "gpuops.fabric.network").returncode == 0
+    before = owned_files(1, vms["kind"])
 
-    refused = subprocess.run(["ansible-playbook", "-i", _inventory_with_management_change(tmp_path, False),
-                              "gpuops.fabric.network"], env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default"),
-                             capture_output=True, text=True, timeout=600, cwd=REPO, check=False)
+    refused = playbook(ansible_env, _inventory_with_management_change(vms, tmp_path, False), "gpuops.fabric.network")
     assert refused.returncode != 0
     assert "enp0s3 carries this connection from the controller" in refused.stdout
-    assert vm(1, "cat /etc/netplan/60-gpuops-fabric.yaml").stdout == before
+    assert owned_files(1, vms["kind"]) == before
 
     # Allowed: the change takes enp0s3 off DHCP, the controller loses the node, the node undoes it.
     start = time.time()
-    cut = subprocess.run(["ansible-playbook", "-i", _inventory_with_management_change(tmp_path, True),
-                          "gpuops.fabric.network"], env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default"),
-                         capture_output=True, text=True, timeout=600, cwd=REPO, check=False)
+    cut = playbook(ansible_env, _inventory_with_management_change(vms, tmp_path, True), "gpuops.fabric.network")
     assert cut.returncode != 0
-    assert "was not reachable within 15 s after its network" in cut.stdout, cut.stdout[-3000:]
+    # Either the controller could not reach the node after the apply, or (NetworkManager activating the
+    # connections one by one under TCG) it reached it first and found the change already rolled back.
+    assert ("was not reachable within 15 s after its network" in cut.stdout or
+            "the change was rolled back on the node by NetworkManager's checkpoint" in cut.stdout), cut.stdout[-3000:]
     back = None
     while time.time() - start < 240:
         back = vm(1, "cat /var/lib/gpuops-fabric/rollback/rolled-back", check=False)
@@ -155,8 +223,11 @@ def test_change_to_the_controllers_path_is_refused_then_rolled_back(vms, ansible
             break
         time.sleep(5)
     assert back is not None and back.returncode == 0, "the node did not come back"
-    assert vm(1, "cat /etc/netplan/60-gpuops-fabric.yaml").stdout == before
+    assert owned_files(1, vms["kind"]) == before
     assert "10.0.2.15" in vm(1, "ip -4 -o addr show enp0s3").stdout
+    if vms["kind"] == "networkmanager":
+        log = vm(1, "journalctl -u NetworkManager --no-pager -o cat").stdout
+        assert "rollback of /org/freedesktop/NetworkManager/Checkpoint/" in log, log[-3000:]
     # The bond and VLANs survived the round trip.
     ping = vm(1, "ping -M do -s 8972 -c 2 -W 3 198.18.4.2", check=False)
     assert ping.returncode == 0, ping.stdout

@@ -3,14 +3,17 @@
 # to back by two virtio "cables" (qemu socket netdevs, 100G full duplex so 802.3ad can aggregate), each
 # with a management NIC on qemu's user network and SSH forwarded to 127.0.0.1:222N.
 #   vmctl.sh build   rootfs with mmdebstrap, base image with mkfs.ext4 -d (cached in .cache/vm)
-#   vmctl.sh start   boot both VMs from fresh overlays and wait for SSH
+#   vmctl.sh start [netplan|networkmanager]
+#                    boot both VMs from fresh overlays and wait for SSH; the argument says what manages the
+#                    management NIC (default netplan with systemd-networkd; networkmanager: NetworkManager
+#                    runs and networkd does not, as on a NetworkManager node)
 #   vmctl.sh stop    power them off
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VM=${GPUOPS_VM_DIR:-$PWD/.cache/vm}
 mkdir -p "$VM"
 
-IMAGE_VERSION=2  # bump when the image recipe changes
+IMAGE_VERSION=5  # bump when the image recipe changes
 
 build() {
   if [ -f "$VM/base.img" ] && [ -f "$VM/id_ed25519" ] && [ "$(cat "$VM/image-version" 2>/dev/null)" = "$IMAGE_VERSION" ]; then
@@ -18,7 +21,7 @@ build() {
   fi
   rm -rf "$VM/rootfs"
   mmdebstrap --variant=minbase --include=systemd-sysv,udev,dbus,openssh-server,python3,iproute2,netplan.io,\
-linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps bookworm "$VM/rootfs" >"$VM/mmdebstrap.log" 2>&1
+linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps,network-manager bookworm "$VM/rootfs" >"$VM/mmdebstrap.log" 2>&1
   [ -f "$VM/id_ed25519" ] || ssh-keygen -q -t ed25519 -N "" -f "$VM/id_ed25519"
   local r="$VM/rootfs"
   install -d -m 700 "$r/root/.ssh"
@@ -31,6 +34,40 @@ linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps bookworm "$VM/rootfs" >
   printf 'network:\n  version: 2\n  ethernets:\n    enp0s3:\n      dhcp4: true\n' >"$r/etc/netplan/01-mgmt.yaml"
   chmod 600 "$r/etc/netplan/01-mgmt.yaml"
   ln -sf /lib/systemd/system/systemd-networkd.service "$r/etc/systemd/system/multi-user.target.wants/systemd-networkd.service"
+  # One image, two kinds of node, chosen on the kernel command line (gpuops.backend=networkmanager).
+  local nm=gpuops.backend=networkmanager
+  for unit in systemd-networkd.service systemd-networkd.socket systemd-networkd-wait-online.service; do
+    install -d "$r/etc/systemd/system/$unit.d"
+    printf '[Unit]\nConditionKernelCommandLine=!%s\n' "$nm" >"$r/etc/systemd/system/$unit.d/gpuops-test.conf"
+  done
+  for unit in NetworkManager.service NetworkManager-wait-online.service; do
+    install -d "$r/etc/systemd/system/$unit.d"
+    printf '[Unit]\nConditionKernelCommandLine=%s\n' "$nm" >"$r/etc/systemd/system/$unit.d/gpuops-test.conf"
+  done
+  # As NetworkManager: management by DHCP on enp0s3, no automatic profiles on the data links. netplan's
+  # generator marks the devices it gives networkd as unmanaged in /run/NetworkManager/conf.d/netplan.conf;
+  # this file sorts after it and empties that list.
+  printf '[main]\nplugins=keyfile\nno-auto-default=*\n[keyfile]\nunmanaged-devices=\n' \
+    >"$r/etc/NetworkManager/conf.d/zz-gpuops-test.conf"
+  # netplan's generator also marks its networkd devices NM_UNMANAGED in /run/udev/rules.d/90-netplan.rules.
+  install -d "$r/etc/udev/rules.d"
+  printf 'SUBSYSTEM=="net", IMPORT{cmdline}="%s"\nSUBSYSTEM=="net", ENV{%s}=="networkmanager", ENV{NM_UNMANAGED}="0"\n' \
+    gpuops.backend gpuops.backend >"$r/etc/udev/rules.d/99-gpuops-test.rules"
+  cat >"$r/etc/systemd/system/gpuops-debug.service" <<'UNIT'
+[Unit]
+Description=gpuops test: network state on the console
+After=network-online.target NetworkManager.service
+[Service]
+Type=oneshot
+StandardOutput=journal+console
+ExecStart=/bin/sh -c 'sleep 5; ls /run/NetworkManager/conf.d; cat /run/NetworkManager/conf.d/*; nmcli -t device || true; ip -br addr'
+[Install]
+WantedBy=multi-user.target
+UNIT
+  ln -sf /etc/systemd/system/gpuops-debug.service "$r/etc/systemd/system/multi-user.target.wants/gpuops-debug.service"
+  printf '[connection]\nid=mgmt\ntype=ethernet\ninterface-name=enp0s3\n\n[ipv4]\nmethod=auto\n\n[ipv6]\nmethod=ignore\n' \
+    >"$r/etc/NetworkManager/system-connections/mgmt.nmconnection"
+  chmod 600 "$r/etc/NetworkManager/system-connections/mgmt.nmconnection"
   cp "$r"/boot/vmlinuz-* "$VM/vmlinuz"
   cp "$r"/boot/initrd.img-* "$VM/initrd.img"
   rm -f "$VM/base.img"
@@ -39,6 +76,12 @@ linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps bookworm "$VM/rootfs" >
 }
 
 start() {
+  local kind=${1:-netplan} extra=""
+  case "$kind" in
+    netplan) ;;
+    networkmanager) extra=" gpuops.backend=networkmanager" ;;
+    *) echo "vmctl.sh start: unknown kind $kind (netplan|networkmanager)" >&2; exit 2 ;;
+  esac
   build
   for n in 1 2; do
     stop_one "$n"
@@ -47,7 +90,7 @@ start() {
     if [ "$n" = 1 ]; then mode=listen; else mode=connect; fi
     qemu-system-x86_64 -machine q35 -accel tcg,tb-size=256 -cpu max -smp 1 -m 512 \
       -kernel "$VM/vmlinuz" -initrd "$VM/initrd.img" \
-      -append "root=/dev/vda rw console=ttyS0 systemd.hostname=vm$n net.ifnames=1" \
+      -append "root=/dev/vda rw console=ttyS0 systemd.hostname=vm$n net.ifnames=1$extra" \
       -drive "file=$VM/vm$n.qcow2,if=virtio,format=qcow2" \
       -netdev "user,id=m,hostfwd=tcp:127.0.0.1:222$n-:22" \
       -device "virtio-net-pci,netdev=m,addr=0x3,mac=52:54:00:00:00:1$n" \
@@ -85,7 +128,7 @@ stop_one() {
 
 case "${1:-}" in
   build) build ;;
-  start) start ;;
+  start) start "${2:-netplan}" ;;
   stop) stop_one 1; stop_one 2 ;;
   ssh) shift; ssh_vm "$@" ;;
   *) echo "usage: $0 build|start|stop|ssh N CMD" >&2; exit 2 ;;
