@@ -431,6 +431,8 @@ def _nic_facts(topo):
             "speed_mbps": net.speed_mbps,
             "duplex": net.duplex,
             "mtu": net.mtu,
+            "min_mtu": None,
+            "max_mtu": None,
             "operstate": net.operstate,
             "carrier": net.carrier,
             "mac": net.mac,
@@ -502,6 +504,29 @@ def _bond_fact(topo, bond):
         "partner_mac": bond.partner_mac,
         "members": members,
     }
+
+
+def merge_link_limits(facts, ip_json):
+    """Add each NIC's MTU range from ``ip -json -details link show`` (the kernel's IFLA_MIN_MTU/IFLA_MAX_MTU).
+
+    sysfs does not carry the range; only netlink does. 0 means the driver sets no limit: left unknown (None).
+    Returns the number of NICs that got a range.
+    """
+    import json
+    try:
+        links = json.loads(ip_json)
+    except ValueError:
+        return 0
+    limits = {}
+    for link in links if isinstance(links, list) else []:
+        if isinstance(link, dict) and isinstance(link.get("ifname"), str):
+            limits[link["ifname"]] = (link.get("min_mtu") or None, link.get("max_mtu") or None)
+    merged = 0
+    for nic in facts.get("nics") or []:
+        if nic["name"] in limits:
+            nic["min_mtu"], nic["max_mtu"] = limits[nic["name"]]
+            merged += nic["max_mtu"] is not None
+    return merged
 
 
 def gather(source="sysfs", root="/", path=None, gather_subset=None, nvml="auto", nvml_module=None):

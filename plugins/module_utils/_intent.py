@@ -91,7 +91,9 @@ def _reserved(net, gateway):
     return reserved
 
 
-def validate_networks(value, errors, key="fabric_networks"):
+def validate_networks(value, errors, key="fabric_networks", check_overlap=True):
+    """{name: network} with netaddr subnets; errors name the key path. The audit reports overlapping subnets
+    as a finding (NET-006) instead, so it can turn ``check_overlap`` off."""
     networks = {}
     if value is None:
         return networks
@@ -108,6 +110,8 @@ def validate_networks(value, errors, key="fabric_networks"):
             errors.append("%s.%s: unknown key (known: %s)" % (where, unknown, ", ".join(NETWORK_KEYS)))
         item = {"name": str(name), "role": net.get("role", name), "vlan": None, "mtu": None, "routes": [],
                 "allow_on_management": net.get("allow_on_management", False) is True}
+        if not isinstance(net.get("allow_on_management", False), bool):
+            errors.append("%s.allow_on_management: %r must be true or false" % (where, net["allow_on_management"]))
         if item["role"] not in ROLES:
             errors.append("%s.role: %r is not one of %s" % (where, item["role"], ", ".join(ROLES)))
         if net.get("subnet") is None and net.get("subnet6") is None:
@@ -167,7 +171,7 @@ def validate_networks(value, errors, key="fabric_networks"):
             if to is not None and via is not None:
                 item["routes"].append({"to": str(to.cidr), "via": str(via), "metric": metric})
         networks[str(name)] = item
-    names = sorted(networks)
+    names = sorted(networks) if check_overlap else []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             for skey in ("subnet", "subnet6"):
@@ -380,7 +384,8 @@ def plan_host(host, hostvars, facts, index=None):
         for member in bond["members"]:
             interfaces[member] = {"name": member, "kind": "ethernet", "bond": bond["name"], "mtu": None,
                                   "networks": [], "addresses": [], "routes": []}
-        interfaces[bond["name"]] = dict({"kind": "bond", "networks": [], "addresses": [], "routes": []},
+        interfaces[bond["name"]] = dict({"kind": "bond", "networks": [], "addresses": [], "routes": [],
+                                         "mtu_from": "fabric_bonds.%s.mtu" % bond["name"] if bond["mtu"] else None},
                                         **bond)
     untagged = {}
     for network_name in sorted(attachments, key=str):
@@ -420,6 +425,8 @@ def plan_host(host, hostvars, facts, index=None):
             untagged[device] = network_name
         iface = interfaces[target]
         iface["networks"].append(network_name)
+        if net["mtu"] and net["mtu"] > (iface["mtu"] or 0):
+            iface["mtu_from"] = "fabric_networks.%s.mtu" % network_name
         iface["mtu"] = max(iface["mtu"] or 0, net["mtu"] or 0) or None
         for family in ("ipv4", "ipv6"):
             if addresses.get(network_name, {}).get(family):
@@ -444,11 +451,19 @@ def plan_host(host, hostvars, facts, index=None):
             if declared and declared < iface["mtu"]:
                 errors.append("fabric_bonds.%s.mtu: %d is below the MTU %d of VLAN %s riding on it"
                               % (parent["name"], declared, iface["mtu"], iface["name"]))
-            parent["mtu"] = max(parent["mtu"] or 0, iface["mtu"])
+            if iface["mtu"] > (parent["mtu"] or 0):
+                parent["mtu"], parent["mtu_from"] = iface["mtu"], iface.get("mtu_from")
     for iface in list(interfaces.values()):
         if iface["kind"] == "bond" and iface["mtu"]:
             for member in iface["members"]:
-                interfaces[member]["mtu"] = max(interfaces[member]["mtu"] or 0, iface["mtu"])
+                if iface["mtu"] > (interfaces[member]["mtu"] or 0):
+                    interfaces[member]["mtu"], interfaces[member]["mtu_from"] = iface["mtu"], iface.get("mtu_from")
+    # What the NIC's driver allows (facts from netlink on a live node): a port, and so a bond or VLAN above it.
+    for iface in interfaces.values():
+        limit = (present or {}).get(iface["name"], {}).get("max_mtu")
+        if iface["mtu"] and limit and iface["mtu"] > limit:
+            errors.append("%s: %d is above the largest MTU %s supports (%d, as its driver reports)"
+                          % (iface.get("mtu_from") or "fabric_networks", iface["mtu"], iface["name"], limit))
     for device, network_name in sorted(untagged.items()):
         wanted = networks[network_name]["mtu"]
         final = interfaces[device]["mtu"]
@@ -457,7 +472,8 @@ def plan_host(host, hostvars, facts, index=None):
                             % (network_name, wanted, device, final))
     order = {"ethernet": 0, "bond": 1, "vlan": 2}
     planned = sorted(interfaces.values(), key=lambda i: (order[i["kind"]], i["name"]))
-    plan = {"host": host, "backend": backend, "interfaces": planned, "addresses": addresses, "index": index}
+    plan = {"host": host, "backend": backend, "interfaces": planned, "addresses": addresses, "index": index,
+            "roles": dict((name, net["role"]) for name, net in networks.items())}
     return plan, errors, warnings
 
 

@@ -89,34 +89,19 @@ NETWORK_ROLES = ("management", "training", "storage")
 def read_networks(value, key="fabric_networks"):
     """The parts of the network intent the checks use: {name: {"role", "subnets": [ip_network], ...}}.
 
-    The network role (issue: network intent) validates the whole intent; here only what the checks read
-    is checked, with errors that name the key.
+    The whole intent is validated by the network role's own validator (one set of rules and messages for
+    the audit and the role); the checks get stdlib networks.
     """
-    errors, result = [], {}
-    if value is None:
-        return result, errors
-    if not isinstance(value, dict):
-        return result, ["%s: expected a mapping of network names, got %r" % (key, value)]
-    for name, net in sorted(value.items(), key=lambda kv: str(kv[0])):
-        where = "%s.%s" % (key, name)
-        if not isinstance(net, dict):
-            errors.append("%s: expected a mapping, got %r" % (where, net))
-            continue
-        role = net.get("role", name)
-        if role not in NETWORK_ROLES:
-            errors.append("%s.role: %r is not one of %s" % (where, role, ", ".join(NETWORK_ROLES)))
-        subnets = []
-        for field in ("subnet", "subnet6"):
-            if net.get(field) is None:
-                continue
-            try:
-                subnets.append(ipaddress.ip_network(str(net[field]), strict=True))
-            except ValueError as exc:
-                errors.append("%s.%s: %r is not a subnet (%s)" % (where, field, net[field], exc))
-        allow = net.get("allow_on_management", False)
-        if not isinstance(allow, bool):
-            errors.append("%s.allow_on_management: %r must be true or false" % (where, allow))
-        result[str(name)] = {"role": role, "subnets": subnets, "allow_on_management": allow is True}
+    from ansible_collections.gpuops.fabric.plugins.module_utils._intent import netaddr, validate_networks
+    if netaddr is None:
+        return {}, ["%s: checking the networks needs the netaddr Python library on the controller "
+                    "(pip install netaddr)" % key]
+    errors = []
+    networks = validate_networks(value, errors, key, check_overlap=False)  # overlap is finding NET-006
+    result = {}
+    for name, net in networks.items():
+        subnets = [ipaddress.ip_network(str(net[field])) for field in ("subnet", "subnet6") if net[field] is not None]
+        result[name] = {"role": net["role"], "subnets": subnets, "allow_on_management": net["allow_on_management"]}
     return result, errors
 
 

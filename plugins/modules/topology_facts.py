@@ -191,6 +191,9 @@ ansible_facts:
               C(speed_mbps) (C(null) when the kernel says C(-1)), C(duplex), C(mtu), C(operstate), C(carrier),
               C(mac), C(numa_node), C(pci_link), C(rdma_devices), C(bond_master), C(vlan), and C(ipv4) / C(ipv6)
               (lists of C(address/prefix); C(null) when the source has no addresses).
+            - C(min_mtu) and C(max_mtu) are the MTU range the driver allows, read from netlink with
+              C(ip -json -details link show) on a live node (sysfs does not carry them); C(null) from captures
+              and for drivers that set no limit.
             - Addresses come from procfs files, not netlink; IPv4 addresses are matched to interfaces through the
               connected routes of the main table, so an address on an interface without a connected route (for
               example a /32) is not listed.
@@ -248,7 +251,7 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._errors import TopologyError
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import SOURCES, gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._facts import SOURCES, gather, merge_link_limits
 
 
 def main():
@@ -282,6 +285,12 @@ def main():
         module.fail_json(msg=str(exc))
     except TopologyError as exc:
         module.fail_json(msg=str(exc))
+    ip = module.get_bin_path("ip")
+    if params["source"] == "sysfs" and params["root"] == "/" and facts.get("nics") and ip:
+        # The MTU range of each NIC is only in netlink, not sysfs.
+        rc, out, _err = module.run_command([ip, "-json", "-details", "link", "show"], environ_update={"LC_ALL": "C"})
+        if rc == 0:
+            merge_link_limits(facts, out)
     facts["root"] = params["root"] if params["source"] == "sysfs" else None
     facts["path"] = params["path"]
     module.exit_json(changed=False, ansible_facts={"gpuops_fabric": facts})

@@ -62,7 +62,7 @@ NETWORKS = {
 
 
 @pytest.mark.parametrize("value,message", [
-    ({"training": {"role": "training", "subnet": "198.18.0.1/22"}}, "fabric_networks.training.subnet: '198.18.0.1/22' is not a subnet"),
+    ({"training": {"role": "training", "subnet": "198.18.0.1/22"}}, "fabric_networks.training.subnet: '198.18.0.1/22' has host bits set"),
     ({"training": {"role": "compute", "subnet": "198.18.0.0/22"}}, "fabric_networks.training.role: 'compute' is not one of"),
     ({"training": "198.18.0.0/22"}, "fabric_networks.training: expected a mapping"),
     (["training"], "fabric_networks: expected a mapping of network names"),
@@ -76,7 +76,7 @@ def test_bad_networks(value, message):
 
 def test_bad_networks_stop_the_audit():
     _normalized, errors = validate_inputs({"n1": {"networks": {"training": {"subnet": "10.0.0.0/33"}}}})
-    assert errors and errors[0].startswith("fabric_networks.training.subnet: '10.0.0.0/33' is not a subnet")
+    assert errors and errors[0].startswith("fabric_networks.training.subnet: '10.0.0.0/33' is not an IPv4 subnet")
 
 
 def expect_with(networks, attachments=None):

@@ -205,3 +205,45 @@ def test_vlan_name_too_long(facts):
     intent["fabric_attachments"].update(training="bond-rail00001", storage="bond-rail00001")
     _plan, errors, _warnings = plan_host("node", intent, facts)
     assert any("'bond-rail00001.100' is longer than 15 characters" in e for e in errors), errors
+
+
+def test_link_limits_from_real_ip_output(facts):
+    """min/max MTU come from `ip -json -details link show` (captured); 0 (no limit) stays unknown."""
+    import os
+    from ansible_collections.gpuops.fabric.plugins.module_utils._facts import merge_link_limits
+    from conftest import REPO
+    with open(os.path.join(REPO, "tests", "fixtures", "realdata", "iproute2-link-json", "netns-veth-bridge.json")) as h:
+        captured = h.read()
+    made_up = {"nics": [{"name": "va"}, {"name": "br0"}, {"name": "lo"}, {"name": "ens1np0"}]}
+    assert merge_link_limits(made_up, captured) == 2
+    assert [(n["name"], n.get("min_mtu"), n.get("max_mtu")) for n in made_up["nics"]] == [
+        ("va", 68, 65535), ("br0", 68, 65535), ("lo", None, None), ("ens1np0", None, None)]
+    assert merge_link_limits(made_up, "not json") == 0
+
+
+def _with_max_mtu(facts, limits):
+    facts = copy.deepcopy(facts)
+    for nic in facts["nics"]:
+        if nic["name"] in limits:
+            nic["max_mtu"] = limits[nic["name"]]
+    return facts
+
+
+@pytest.mark.parametrize("limits,intent_change,message", [
+    # A bond member that cannot carry the VLANs' 9000: named by the network whose MTU raised it.
+    ({"ens2np0": 4000}, None, "fabric_networks.storage.mtu: 9000 is above the largest MTU ens2np0 supports (4000"),
+    # The untagged management port.
+    ({"eno1": 1400}, None, "fabric_networks.management.mtu: 1500 is above the largest MTU eno1 supports (1400"),
+    # A bond MTU declared above what its members take.
+    ({"ens1np0": 9000}, ("fabric_bonds.bond1.mtu", 9216), "fabric_bonds.bond1.mtu: 9216 is above the largest MTU ens1np0 supports (9000"),
+])
+def test_mtu_above_what_the_nic_supports(facts, limits, intent_change, message):
+    intent = variant(*intent_change) if intent_change else copy.deepcopy(GOOD)
+    _plan, errors, _warnings = plan_host("node", intent, _with_max_mtu(facts, limits))
+    assert any(message in error for error in errors), errors
+
+
+def test_mtu_within_what_the_nic_supports(facts):
+    _plan, errors, _warnings = plan_host("node", GOOD, _with_max_mtu(facts, {"ens1np0": 9000, "ens2np0": 9216,
+                                                                             "eno1": 9702}))
+    assert errors == []
