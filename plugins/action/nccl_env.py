@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import (
+    MODES,
+    nccl_settings,
+    render_conf,
+    training_interface,
+)
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import validated_args
+
+ARGUMENT_SPEC = dict(
+    mode=dict(type="str", choices=list(MODES), default="tcp"),
+    interface=dict(type="str"),
+    env=dict(type="dict", default={}),
+    facts=dict(type="dict"),
+)
+
+
+class ActionModule(ActionBase):
+    """Derive this host's NCCL environment from its facts and network intent, on the controller."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = validated_args("nccl_env", ARGUMENT_SPEC, self._task.args)
+        host = str(task_vars.get("inventory_hostname", "node"))
+        facts = args["facts"]
+        if facts is None:
+            facts = (task_vars.get("ansible_facts") or {}).get("gpuops_fabric")
+        if not facts:
+            raise AnsibleActionFail("nccl_env: %s has no gpuops_fabric facts; run gpuops.fabric.topology_facts "
+                                    "first" % host)
+        interface, errors = (args["interface"], []) if args["interface"] else training_interface(task_vars)
+        settings, notes, warnings, more = nccl_settings(facts, interface, args["mode"], args["env"], host=host)
+        errors = ["%s: %s" % (host, e) if not e.startswith(host + ":") else e for e in errors + more]
+        if errors:
+            raise AnsibleActionFail("NCCL environment of %s cannot be derived:\n%s" % (host, "\n".join(errors)))
+        for warning in warnings:
+            self._display.warning("%s: %s" % (host, warning))
+        result.update(changed=False, interface=interface, mode=args["mode"], settings=dict(settings),
+                      content=render_conf(settings, notes), notes=notes, warnings_list=warnings)
+        return result

@@ -1,0 +1,116 @@
+"""The NCCL role on hosts whose / is a directory of the test (fabric_nccl_root), with facts from the
+hand-written 8-GPU node and the real captures: /etc/nccl.conf written root-owned 0644 with the golden content,
+second run unchanged, --check writes nothing (the directory's hash), --diff shows a hand edit, and errors
+name the node and what is missing."""
+
+import hashlib
+import os
+import stat
+import subprocess
+
+import yaml
+
+from conftest import REPO
+
+GOLDEN = os.path.join(REPO, "tests", "fixtures", "golden_nccl")
+
+
+def inventory(tmp_path, roots, mode="tcp", hosts=None, extra=None):
+    hosts = hosts or {"node-a": "dgx8", "node-b": "dgx8-broken"}
+    entries = {}
+    for name, root in hosts.items():
+        (tmp_path / name / "etc").mkdir(parents=True, exist_ok=True)  # as on any node
+        entries[name] = {"fabric_facts_root": roots[root], "fabric_nccl_root": str(tmp_path / name)}
+    group = {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+        "fabric_nccl_mode": mode,
+        "fabric_networks": {"training": {"role": "training", "subnet": "198.18.0.0/22", "vlan": 100, "mtu": 9000}},
+        "fabric_attachments": {"training": "bond0"},
+    }
+    group.update(extra or {})
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump({"all": {"vars": group, "hosts": entries}}))
+    return str(path)
+
+
+def play(env, inventory_path, *extra):
+    return subprocess.run(["ansible-playbook", "-i", inventory_path, "gpuops.fabric.nccl"] + list(extra),
+                          env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
+                          timeout=300, cwd=REPO, check=False)
+
+
+def recap(output, host):
+    line = [x for x in output.splitlines() if x.startswith(host + " ")][-1]
+    return dict(kv.split("=") for kv in line.split(":", 1)[1].split())
+
+
+def tree_hash(path):
+    digest = hashlib.sha256()
+    for folder, _dirs, files in sorted(os.walk(str(path))):
+        for name in sorted(files):
+            full = os.path.join(folder, name)
+            digest.update(full.encode())
+            digest.update(("%o" % os.stat(full).st_mode).encode())
+            with open(full, "rb") as handle:
+                digest.update(handle.read())
+    return digest.hexdigest()
+
+
+def golden(name):
+    with open(os.path.join(GOLDEN, name + ".conf")) as handle:
+        return handle.read()
+
+
+def test_tcp_idempotent_check_and_diff(ansible_env, roots, tmp_path):
+    inv = inventory(tmp_path, roots)
+    # --check on empty nodes first: nothing is written
+    before = tree_hash(tmp_path)
+    check = play(ansible_env, inv, "--check")
+    assert check.returncode == 0, check.stdout[-3000:]
+    assert recap(check.stdout, "node-a")["changed"] == "1"
+    assert tree_hash(tmp_path) == before
+
+    first = play(ansible_env, inv)
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert recap(first.stdout, "node-a")["changed"] == "1"
+    conf = tmp_path / "node-a" / "etc" / "nccl.conf"
+    assert conf.read_text() == golden("dgx8-tcp")  # the interface came from the intent: bond0 + VLAN 100
+    info = os.stat(str(conf))
+    assert stat.S_IMODE(info.st_mode) == 0o644 and info.st_uid == 0 and info.st_gid == 0
+
+    second = play(ansible_env, inv)
+    assert recap(second.stdout, "node-a")["changed"] == "0" and recap(second.stdout, "node-b")["changed"] == "0"
+
+    conf.write_text(conf.read_text().replace("NCCL_SOCKET_IFNAME==bond0.100", "NCCL_SOCKET_IFNAME=bond0"))
+    before = tree_hash(tmp_path)
+    diff = play(ansible_env, inv, "--check", "--diff")
+    assert recap(diff.stdout, "node-a")["changed"] == "1" and recap(diff.stdout, "node-b")["changed"] == "0"
+    assert "-NCCL_SOCKET_IFNAME=bond0\n" in diff.stdout and "+NCCL_SOCKET_IFNAME==bond0.100\n" in diff.stdout
+    assert tree_hash(tmp_path) == before
+
+
+def test_rdma_golden_and_warnings(ansible_env, roots, tmp_path):
+    inv = inventory(tmp_path, roots, mode="rdma", extra={"fabric_nccl_env": {"NCCL_DEBUG": "WARN",
+                                                                             "NCCL_IB_HCAS": "mlx5"}})
+    run = play(ansible_env, inv)
+    assert run.returncode == 0, run.stdout[-3000:]
+    text = (tmp_path / "node-a" / "etc" / "nccl.conf").read_text()
+    expected = golden("dgx8-rdma")
+    for line in expected.splitlines():
+        if not line.startswith("#"):
+            assert line + "\n" in text
+    assert "NCCL_DEBUG=WARN\n" in text
+    combined = run.stdout + run.stderr
+    assert "fabric_nccl_env.NCCL_IB_HCAS: not a variable NCCL documents" in combined
+    assert "node-b: NCCL_NET_GDR_LEVEL: LOC (GPUDirect RDMA off)" in combined
+
+
+def test_errors_name_the_node(ansible_env, roots, tmp_path):
+    inv = inventory(tmp_path, roots, mode="rdma", hosts={"node-c": "prometheus-procfs-pci-fragments"},
+                    extra={"fabric_nccl_interface": "bond9"})
+    run = play(ansible_env, inv)
+    assert run.returncode != 0
+    assert "node-c: the training interface bond9 does not exist on this node" in run.stdout
+    assert "node-c: fabric_nccl_mode is rdma but the node has no active RDMA port" in run.stdout
+    assert os.listdir(str(tmp_path / "node-c" / "etc")) == []
