@@ -23,6 +23,7 @@ ARGUMENT_SPEC = dict(
     formats=dict(type="list", elements="str", choices=list(FORMATS), default=list(FORMATS)),
     fail_on=dict(type="str", choices=["fail", "warn", "never"]),
     validate_only=dict(type="bool", default=False),
+    drift=dict(type="bool", default=False),
     today=dict(type="str"),
 )
 
@@ -44,7 +45,7 @@ class ActionModule(ActionBase):
         except ValueError:
             raise AnsibleActionFail("validate: today: %r is not a date (YYYY-MM-DD)" % args["today"])
 
-        inputs = dict((host, self._host_input(hostvars[host])) for host in hosts)
+        inputs = dict((host, self._host_input(hostvars[host], args["drift"])) for host in hosts)
 
         if args["validate_only"]:
             _normalized, errors = validate_inputs(inputs)
@@ -81,7 +82,7 @@ class ActionModule(ActionBase):
         return result
 
     @staticmethod
-    def _host_input(hostvars):
+    def _host_input(hostvars, drift=False):
         gathered = hostvars.get("fabric_audit_gather") or {}
         facts = (hostvars.get("ansible_facts") or {}).get("gpuops_fabric")
         if gathered.get("unreachable"):
@@ -97,8 +98,10 @@ class ActionModule(ActionBase):
             "expectations": hostvars.get("fabric_expectations"),
             "waivers": hostvars.get("fabric_waivers"),
             "networks": hostvars.get("fabric_networks"),
-            "drift": ActionModule._drift(hostvars.get("network_result")),
+            "drift": ActionModule._drift(hostvars.get("network_result")) if drift else None,
             "attachments": hostvars.get("fabric_attachments"),
+            "nccl_mode": hostvars.get("fabric_nccl_mode"),
+            "nccl_drift": ActionModule._nccl_drift(hostvars.get("nccl_conf")) if drift else None,
             "status": status,
             "reason": reason,
         }
@@ -112,6 +115,24 @@ class ActionModule(ActionBase):
             return {"error": result.get("msg")}
         return {"changes": [str(f) for f in result.get("files") or []] if result.get("changed") else [],
                 "diff": result.get("diff_text") or "", "backend": result.get("backend")}
+
+    @staticmethod
+    def _nccl_drift(result):
+        """What the nccl role's file task would change (check mode with diff), or None when it did not run."""
+        if not isinstance(result, dict) or result.get("skipped") or "changed" not in result:
+            return None
+        if result.get("failed"):
+            return {"error": result.get("msg")}
+        diff = ""
+        entries = result.get("diff") or []
+        for entry in entries if isinstance(entries, list) else [entries]:
+            if isinstance(entry, dict) and "after" in entry:
+                import difflib
+                diff += "".join(difflib.unified_diff(
+                    str(entry.get("before") or "").splitlines(True), str(entry.get("after") or "").splitlines(True),
+                    str(entry.get("before_header") or result.get("dest") or "before"),
+                    str(entry.get("after_header") or result.get("dest") or "after")))
+        return {"changed": bool(result.get("changed")), "path": result.get("dest"), "diff": diff}
 
     def _collection_version(self):
         try:

@@ -36,7 +36,8 @@ def validate_inputs(inputs):
         if attachments is not None and not isinstance(attachments, dict):
             network_errors.append("fabric_attachments: expected a mapping of network to device, got %r" % attachments)
             attachments = None
-        expect = dict(expect, networks=networks, attachments=attachments or {}, drift=inputs[host].get("drift"))
+        expect = dict(expect, networks=networks, attachments=attachments or {}, drift=inputs[host].get("drift"),
+                      nccl_drift=inputs[host].get("nccl_drift"), nccl_mode=inputs[host].get("nccl_mode"))
         normalized[host] = (expect, waivers)
         for error in errors + waiver_errors + network_errors:
             seen.setdefault(error, []).append(host)

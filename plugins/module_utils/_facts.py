@@ -30,7 +30,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._pcie import (
 )
 
 SCHEMA_VERSION = 1
-SUBSETS = ("numa", "pci", "gpu", "nic", "rdma", "bond", "vlan", "paths")
+SUBSETS = ("numa", "pci", "gpu", "nic", "rdma", "bond", "vlan", "paths", "nccl")
 MIN_SUBSETS = ("numa",)
 PATH_TYPES = ("PIX", "PXB", "PHB", "NODE", "SYS")
 SOURCES = ("sysfs", "hwloc_xml", "nccl_xml")
@@ -45,6 +45,7 @@ _READER_PARTS = {
     "bond": ("net", "bond"),
     "vlan": ("net", "vlan"),
     "paths": ("pci", "net", "rdma"),
+    "nccl": (),
 }
 
 
@@ -551,4 +552,23 @@ def gather(source="sysfs", root="/", path=None, gather_subset=None, nvml="auto",
         topo.gpu_info.update(infos)
     else:
         nvml_status["reason"] = "no NVIDIA GPU found"
-    return build_facts(topo, subsets, nvml_status)
+    facts = build_facts(topo, subsets, nvml_status)
+    if "nccl" in subsets:
+        facts["nccl"] = read_nccl_conf(root) if source == "sysfs" else None
+    return facts
+
+
+NCCL_CONF = "/etc/nccl.conf"
+
+
+def read_nccl_conf(root):
+    """The node's /etc/nccl.conf as NCCL reads it: {"path", "present", "values"}."""
+    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import parse_conf
+    import os
+    full = os.path.join(root or "/", NCCL_CONF.lstrip("/"))
+    try:
+        with open(full) as handle:
+            text = handle.read(1 << 20)
+    except (IOError, OSError, UnicodeDecodeError):
+        return {"path": NCCL_CONF, "present": False, "values": {}}
+    return {"path": NCCL_CONF, "present": True, "values": parse_conf(text)}

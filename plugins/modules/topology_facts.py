@@ -34,6 +34,7 @@ options:
       - Prefix a name with C(!) to leave it out, for example C(['all', '!paths']). A list of exclusions only starts
         from C(all). C(min) is always gathered unless C(!min) is given.
       - C(paths) are GPU/accelerator to NIC and GPU to GPU paths with their type as C(nvidia-smi topo -m) names it.
+      - C(nccl) is the node's C(/etc/nccl.conf) (below O(root)) as NCCL reads it.
     type: list
     elements: str
     default: [all]
@@ -211,6 +212,12 @@ ansible_facts:
           type: list
           elements: dict
           returned: when rdma is gathered
+        nccl:
+          description:
+            - The node's C(/etc/nccl.conf) as NCCL reads it, C(path), C(present) and C(values) (name to value);
+              C(null) for XML sources.
+          type: dict
+          returned: when nccl is gathered
         kernel_modules:
           description:
             - Whether each kernel module the checks care about is loaded (C(nvidia), C(nvidia_peermem),

@@ -61,6 +61,14 @@ options:
       - Defaults to the C(fabric_audit_fail_on) variable, else C(fail).
     type: str
     choices: [fail, warn, never]
+  drift:
+    description:
+      - Read what the network and nccl roles would change (their check-mode results, C(network_result) and
+        C(nccl_conf), from an earlier play of the same run) as drift findings (DRIFT-001, NCCL-001).
+        M(gpuops.fabric.drift) sets it; without it those rules are not applicable, so results of a real run are
+        never taken for drift.
+    type: bool
+    default: false
   validate_only:
     description: Only validate expectations and waivers of O(hosts); evaluate nothing, write nothing.
     type: bool

@@ -114,3 +114,28 @@ def test_errors_name_the_node(ansible_env, roots, tmp_path):
     assert "node-c: the training interface bond9 does not exist on this node" in run.stdout
     assert "node-c: fabric_nccl_mode is rdma but the node has no active RDMA port" in run.stdout
     assert os.listdir(str(tmp_path / "node-c" / "etc")) == []
+
+
+def test_drift_reports_a_hand_edited_conf(ansible_env, roots, tmp_path):
+    """gpuops.fabric.drift runs the nccl role in check mode: a hand edit is NCCL-001 with its diff, and nothing
+    on the node changes."""
+    import json
+    inv = inventory(tmp_path, roots, hosts={"node-a": "dgx8"},
+                    extra={"fabric_network_root": str(tmp_path / "node-a"), "fabric_network_backend": "netplan",
+                           "fabric_host_index": 5})
+    assert play(ansible_env, inv).returncode == 0
+    conf = tmp_path / "node-a" / "etc" / "nccl.conf"
+    conf.write_text(conf.read_text().replace("NCCL_SOCKET_IFNAME==bond0.100", "NCCL_SOCKET_IFNAME=bond0"))
+    before = tree_hash(tmp_path / "node-a")
+    drift = subprocess.run(["ansible-playbook", "-i", inv, "gpuops.fabric.drift",
+                            "-e", "fabric_report_dir=%s" % (tmp_path / "report")],
+                           env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
+                           timeout=300, cwd=REPO, check=False)
+    assert drift.returncode != 0
+    assert tree_hash(tmp_path / "node-a") == before
+    with open(str(tmp_path / "report" / "report.json")) as handle:
+        report = json.load(handle)
+    nccl = [f for f in report["findings"] if f["id"] == "NCCL-001"]
+    assert len(nccl) == 1 and nccl[0]["host"] == "node-a"
+    assert "-NCCL_SOCKET_IFNAME=bond0\n" in nccl[0]["evidence"]["diff"]
+    assert "+NCCL_SOCKET_IFNAME==bond0.100\n" in nccl[0]["evidence"]["diff"]

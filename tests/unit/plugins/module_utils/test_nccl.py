@@ -79,6 +79,9 @@ def test_the_prefix_trap(facts_of):
     value = dict(nccl_settings(facts_of("dgx8"), "bond0", "tcp")[0])["NCCL_SOCKET_IFNAME"]
     assert value == "=bond0" and ifname_matches(value, names) == ["bond0"]
     assert ifname_matches("^=lo", ["lo", "eno1"]) == ["eno1"]
+    # the same trap on a real capture: a bare eth0 would also take the VLAN eth0.1015
+    real = [n["name"] for n in facts_of("hwloc-xeonphi-mlx4-2numa")["nics"]]
+    assert ifname_matches("eth0", real) == ["eth0", "eth0.1015"] and ifname_matches("=eth0", real) == ["eth0"]
     assert ifname_matches("=eno1,eno2", names) == ["eno1", "eno2"]
 
 

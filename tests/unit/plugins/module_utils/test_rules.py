@@ -49,7 +49,8 @@ def test_healthy_node_passes_everything(healthy):
     findings, outcomes = run(healthy, DGX_EXPECT)
     assert findings == []
     not_judged = sorted(r for r, (status, _why) in outcomes.items() if status != "pass")
-    assert not_judged == ["DRIFT-001", "NET-008"]  # no drift check, no fabric_networks here
+    # no drift check, no fabric_networks, no /etc/nccl.conf in the capture
+    assert not_judged == ["DRIFT-001", "NCCL-001", "NCCL-002", "NCCL-003", "NET-008"]
 
 
 def test_broken_twin_shows_each_planted_fault(broken):
@@ -213,3 +214,83 @@ def test_gdr_002_cannot_judge_without_extended_config(realdata, roots):
     facts = gather(source="nccl_xml", path=realdata("rccl-mi300x-8gpu-cx7", "topo_8p_940.xml"))
     status, reason = run(facts, dict(NO_EXPECT, rdma=True))[1]["GDR-002"]
     assert status == "not_applicable" and "ACS not readable" in reason
+
+
+# ---- NCCL: the node's /etc/nccl.conf read by the facts (a copy of the hand-written tree with a conf in etc/) ----
+def _facts_with_conf(roots, tmp_path, text, name="dgx8"):
+    import shutil
+    root = tmp_path / name
+    shutil.copytree(roots[name], str(root), symlinks=True)
+    (root / "etc").mkdir(exist_ok=True)
+    if text is not None:
+        (root / "etc" / "nccl.conf").write_text(text)
+    return gather(root=str(root))
+
+
+def _rendered_conf(facts, interface, mode):
+    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import nccl_settings, render_conf
+    settings, notes, _warnings, errors = nccl_settings(facts, interface, mode)
+    assert errors == []
+    return render_conf(settings, notes)
+
+
+def _nccl_outcome(facts, mode, rule_id):
+    expect = dict(DGX_EXPECT, nccl_mode=mode)
+    findings, outcomes = run(facts, expect)
+    return of(findings, rule_id), outcomes[rule_id][0]
+
+
+def test_nccl_conf_written_by_the_role_passes(roots, healthy, tmp_path):
+    for mode in ("tcp", "rdma"):
+        facts = _facts_with_conf(roots, tmp_path / mode, _rendered_conf(healthy, "bond0.100", mode))
+        assert facts["nccl"]["values"]["NCCL_SOCKET_IFNAME"] == "=bond0.100"
+        for rule_id in ("NCCL-002", "NCCL-003"):
+            assert _nccl_outcome(facts, mode, rule_id) == ([], "pass")
+
+
+def test_nccl_prefix_and_missing_interface(roots, tmp_path):
+    # planted: the cloud-image habit, a bare prefix; then a name the node does not have
+    facts = _facts_with_conf(roots, tmp_path / "a", "NCCL_SOCKET_IFNAME=bond0\nNCCL_IB_DISABLE=1\n")
+    found, _status = _nccl_outcome(facts, "tcp", "NCCL-002")
+    assert [f["message"] for f in found] == ["NCCL_SOCKET_IFNAME=bond0 is a prefix: it also selects bond0.100"]
+    facts = _facts_with_conf(roots, tmp_path / "b", "NCCL_SOCKET_IFNAME==eth0\nNCCL_IB_DISABLE=1\n")
+    found, _status = _nccl_outcome(facts, "tcp", "NCCL-002")
+    assert [f["message"] for f in found] == ["NCCL_SOCKET_IFNAME==eth0 selects no interface on this node"]
+    facts = _facts_with_conf(roots, tmp_path / "c", "NCCL_SOCKET_IFNAME=^docker,lo\n")
+    assert _nccl_outcome(facts, "tcp", "NCCL-002")[1] == "pass"  # exclusions select what is left
+
+
+def test_nccl_transport_against_the_mode(roots, healthy, tmp_path):
+    tcp_conf = _facts_with_conf(roots, tmp_path / "t", _rendered_conf(healthy, "bond0.100", "tcp"))
+    found, _status = _nccl_outcome(tcp_conf, "rdma", "NCCL-003")
+    assert [f["message"] for f in found] == ["rdma intended but NCCL_IB_DISABLE=1: NCCL runs over TCP sockets"]
+    # planted: IB left enabled on a tcp node that has ten active RoCE ports
+    open_conf = _facts_with_conf(roots, tmp_path / "o", "NCCL_SOCKET_IFNAME==bond0.100\n")
+    found, _status = _nccl_outcome(open_conf, "tcp", "NCCL-003")
+    assert len(found) == 1 and "tcp intended but IB is not disabled" in found[0]["message"]
+    assert "mlx5_0:1" in found[0]["message"]
+    assert _nccl_outcome(open_conf, None, "NCCL-003")[1] == "not_applicable"
+
+
+def test_nccl_rules_without_a_conf(roots, tmp_path):
+    facts = _facts_with_conf(roots, tmp_path / "n", None)
+    assert facts["nccl"] == {"path": "/etc/nccl.conf", "present": False, "values": {}}
+    assert _nccl_outcome(facts, "tcp", "NCCL-002")[1] == "not_applicable"
+
+
+def test_nccl_drift_finding():
+    expect = dict(NO_EXPECT, nccl_drift={"changed": True, "path": "/etc/nccl.conf",
+                                         "diff": "-NCCL_SOCKET_IFNAME=bond0\n+NCCL_SOCKET_IFNAME==bond0.100\n"})
+    findings, outcomes = run({}, expect)
+    assert [(f["id"], f["subject"]) for f in of(findings, "NCCL-001")] == [("NCCL-001", "/etc/nccl.conf")]
+    findings, outcomes = run({}, dict(NO_EXPECT, nccl_drift={"changed": False, "path": "/etc/nccl.conf"}))
+    assert outcomes["NCCL-001"][0] == "pass"
+
+
+def test_every_rule_is_in_the_documented_catalog():
+    import os
+    from conftest import REPO
+    with open(os.path.join(REPO, "docs", "validation.md")) as handle:
+        text = handle.read()
+    for rule in CATALOG.values():
+        assert "| %s | %s | %s |" % (rule.id, rule.severity, rule.scope) in text, rule.id
