@@ -13,6 +13,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import (
     MODES,
     nccl_settings,
     render_conf,
+    topology_xml,
     training_interface,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import validated_args
@@ -22,6 +23,7 @@ ARGUMENT_SPEC = dict(
     interface=dict(type="str"),
     env=dict(type="dict", default={}),
     facts=dict(type="dict"),
+    topo_file=dict(type="path"),
 )
 
 
@@ -43,12 +45,17 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("nccl_env: %s has no gpuops_fabric facts; run gpuops.fabric.topology_facts "
                                     "first" % host)
         interface, errors = (args["interface"], []) if args["interface"] else training_interface(task_vars)
-        settings, notes, warnings, more = nccl_settings(facts, interface, args["mode"], args["env"], host=host)
+        env = dict(args["env"])
+        topology = None
+        if args["topo_file"]:
+            topology = topology_xml(facts)
+            env.setdefault("NCCL_TOPO_FILE", args["topo_file"])
+        settings, notes, warnings, more = nccl_settings(facts, interface, args["mode"], env, host=host)
         errors = ["%s: %s" % (host, e) if not e.startswith(host + ":") else e for e in errors + more]
         if errors:
             raise AnsibleActionFail("NCCL environment of %s cannot be derived:\n%s" % (host, "\n".join(errors)))
         for warning in warnings:
             self._display.warning("%s: %s" % (host, warning))
         result.update(changed=False, interface=interface, mode=args["mode"], settings=dict(settings),
-                      content=render_conf(settings, notes), notes=notes, warnings_list=warnings)
+                      content=render_conf(settings, notes), notes=notes, warnings_list=warnings, topology=topology)
         return result

@@ -174,6 +174,8 @@ class Topology:
     gpu_info: Dict[str, GpuInfo] = field(default_factory=dict)
     # Loaded state of the kernel modules in RELEVANT_MODULES; None when the source cannot tell.
     kernel_modules: Optional[Dict[str, bool]] = None
+    # NCCL's topology files leave root ports out: a bridge right below a <cpu> sits below a root port.
+    root_ports_omitted: bool = False
     warnings: List[str] = field(default_factory=list)
 
     def warn(self, message):
@@ -207,7 +209,9 @@ def classify_devices(topo):
         if not _is_pci_bridge(dev):
             continue
         parent = topo.pci.get(dev.parent) if dev.parent else None
-        if parent is None:
+        if parent is None and topo.root_ports_omitted:
+            dev.kind = KIND_SWITCH_UP if dev.address in has_bridge_child else KIND_OTHER_BRIDGE
+        elif parent is None:
             dev.kind = KIND_ROOT_PORT
         elif parent.kind == KIND_SWITCH_UP:
             dev.kind = KIND_SWITCH_DOWN

@@ -230,7 +230,7 @@ def read_nccl_xml(path):
     so the links read here are maxima; current links stay unknown.
     """
     root = load_xml(path, "system")
-    topo = Topology(source="nccl_xml")
+    topo = Topology(source="nccl_xml", root_ports_omitted=True)
     for cpu in root.findall("cpu"):
         numaid = cpu.get("numaid")
         node_id = int(numaid) if numaid is not None and numaid.lstrip("-").isdecimal() and int(numaid) >= 0 else None

@@ -53,6 +53,14 @@ options:
   facts:
     description: The host's C(gpuops_fabric) facts; default the gathered ones.
     type: dict
+  topo_file:
+    description:
+      - Also generate an NCCL topology file from the facts (RV(topology)) and point C(NCCL_TOPO_FILE) at this path.
+      - Off by default, on purpose. NCCL detects the topology itself; a static file is only worth it where the
+        detection is wrong (virtual machines hiding the PCIe tree), and a stale file (a NIC moved, a GPU replaced)
+        makes things worse than none. The file leaves root ports out, as NCCL's own dumps do, and lets NCCL fill in
+        the GPUs' details.
+    type: path
 notes:
   - Errors name the node and what is missing (rdma mode without an active RDMA port, an interface the node does not
     have, a RoCE port without an IPv4 GID, GID indexes that differ between ports).
@@ -93,6 +101,10 @@ notes:
   returned: success
   type: list
   elements: str
+topology:
+  description: The NCCL topology XML generated from the facts, with O(topo_file); else C(null).
+  returned: success
+  type: str
 warnings_list:
   description: Warnings (also shown as Ansible warnings).
   returned: success

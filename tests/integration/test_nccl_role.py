@@ -139,3 +139,13 @@ def test_drift_reports_a_hand_edited_conf(ansible_env, roots, tmp_path):
     assert len(nccl) == 1 and nccl[0]["host"] == "node-a"
     assert "-NCCL_SOCKET_IFNAME=bond0\n" in nccl[0]["evidence"]["diff"]
     assert "+NCCL_SOCKET_IFNAME==bond0.100\n" in nccl[0]["evidence"]["diff"]
+
+
+def test_topology_file_is_opt_in(ansible_env, roots, tmp_path):
+    inv = inventory(tmp_path, roots, hosts={"node-a": "dgx8"}, extra={"fabric_nccl_topo_file": True})
+    first = play(ansible_env, inv)
+    assert first.returncode == 0, first.stdout[-3000:]
+    topo = tmp_path / "node-a" / "etc" / "nccl-topo.xml"
+    assert topo.read_text().startswith('<system version="1">')
+    assert "NCCL_TOPO_FILE=/etc/nccl-topo.xml\n" in (tmp_path / "node-a" / "etc" / "nccl.conf").read_text()
+    assert recap(play(ansible_env, inv).stdout, "node-a")["changed"] == "0"

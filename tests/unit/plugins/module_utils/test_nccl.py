@@ -128,3 +128,32 @@ def test_roce_without_an_ipv4_gid(facts_of):
     facts["rdma"][2]["ports"][0]["roce_v2_gid_index"] = 5
     errors = nccl_settings(facts, "bond0.100", "rdma", host="node7")[3]
     assert "the RoCE v2 IPv4 GID index differs between ports" in errors[0] and "mlx5_2:1=5" in errors[0]
+
+
+@pytest.mark.parametrize("root", ["dgx8", "dgx8-broken", "hwloc-xeonphi-mlx4-2numa", "hwloc-westmere-qib-4numa",
+                                  "hwloc-power9-v100-gpunuma"])
+def test_topology_xml_round_trip(root, facts_of, tmp_path):
+    """The generated NCCL topology file, read back by the collection's own NCCL-XML reader, gives the same devices
+    (kinds, NUMA nodes, maximum links), RDMA ports and GPU-NIC path types as the facts it came from. Root ports
+    are left out (NCCL's own dumps leave them out), and nvidia-smi's NODE is NCCL's PHB."""
+    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import topology_xml
+    facts = facts_of(root)
+    path = tmp_path / "topo.xml"
+    path.write_text(topology_xml(facts))
+    back = gather(source="nccl_xml", path=str(path))
+    assert back["warnings"] == []
+
+    def devices(f):
+        return sorted((p["address"], p["kind"], p["numa_node"], (p["link"]["max"] or {}).get("width"),
+                       (p["link"]["max"] or {}).get("generation")) for p in f["pci"] if p["kind"] != "root_port")
+
+    def paths(f, rename):
+        return sorted((p["gpu"], p["nic"], rename.get(p["type"], p["type"])) for p in f["paths"]["gpu_nic"])
+
+    def ports(f):
+        return sorted((r["name"], p["port"]) for r in f["rdma"] if r.get("address") for p in r["ports"])
+
+    assert devices(back) == devices(facts)
+    assert paths(back, {}) == paths(facts, {"NODE": "PHB"})
+    assert ports(back) == ports(facts)
+    assert len(back["gpus"]) == len(facts["gpus"])
