@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import ModelError
+from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import training_interface
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import target_hosts, validated_args
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planner import by_link_speed, chart, node_paths, scaling, table
+
+ARGUMENT_SPEC = dict(
+    hosts=dict(type="list", elements="str"),
+    gradient_bytes=dict(type="float", required=True),
+    nodes=dict(type="int", default=16),
+    compute_seconds=dict(type="float"),
+    mode=dict(type="str", choices=["tcp", "rdma"]),
+    mtu=dict(type="int"),
+    socket_gbytes_per_s=dict(type="float"),
+    plan_dir=dict(type="path"),
+    chart=dict(type="bool", default=True),
+)
+
+
+class ActionModule(ActionBase):
+    """Name each GPU's bottleneck to the network and predict the allreduce time per step, on the controller."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = validated_args("bandwidth_plan", ARGUMENT_SPEC, self._task.args)
+        if args["gradient_bytes"] <= 0:
+            raise AnsibleActionFail("bandwidth_plan: gradient_bytes: %r must be above 0" % args["gradient_bytes"])
+        if args["nodes"] < 2:
+            raise AnsibleActionFail("bandwidth_plan: nodes: %r must be 2 or more" % args["nodes"])
+        if args["compute_seconds"] is not None and args["compute_seconds"] <= 0:
+            raise AnsibleActionFail("bandwidth_plan: compute_seconds: %r must be above 0" % args["compute_seconds"])
+        hosts, hostvars = target_hosts("bandwidth_plan", args["hosts"], task_vars)
+        plan_dir = args["plan_dir"] or task_vars.get("fabric_plan_dir") or "fabric-plan"
+        compute = ", compute %.3g s per step" % args["compute_seconds"] if args["compute_seconds"] else ""
+        intro = "Gradient %.3g bytes per step, up to %d nodes%s." % (args["gradient_bytes"], args["nodes"], compute)
+        plans, errors, markdown = {}, [], ["# Bandwidth plan", "", intro, ""]
+        for host in hosts:
+            hv = hostvars[host]
+            facts = (hv.get("ansible_facts") or {}).get("gpuops_fabric")
+            if not facts:
+                errors.append("%s: no gpuops_fabric facts (did topology_facts run?)" % host)
+                continue
+            mode = args["mode"] or hv.get("fabric_nccl_mode") or "tcp"
+            interface, problems = training_interface(hv) if mode == "tcp" else (None, [])
+            mtu = args["mtu"] or self._training_mtu(hv, facts, interface)
+            try:
+                if problems:
+                    raise ModelError("; ".join(problems))
+                plan = node_paths(facts, mode, interface, mtu, args["socket_gbytes_per_s"])
+                rows = scaling(args["gradient_bytes"], plan["node"]["gbytes_per_s"], args["nodes"],
+                               args["compute_seconds"]) if plan["node"]["gbytes_per_s"] else []
+                speeds = by_link_speed(plan, mode, mtu, args["gradient_bytes"], args["nodes"], args["compute_seconds"])
+            except ModelError as exc:
+                errors.append("%s: %s" % (host, exc))
+                continue
+            entry = {"mode": mode, "interface": interface, "mtu": mtu, "plan": plan, "scaling": rows,
+                     "by_link_speed": [dict((k, v) for k, v in s.items() if k != "rows") for s in speeds]}
+            markdown.append(table(host, plan, rows, args["compute_seconds"]))
+            markdown.append(self._verdict(speeds, args))
+            if args["chart"] and not self._task.check_mode:
+                os.makedirs(plan_dir, exist_ok=True)
+                actual = {"rows": rows, "gbytes_per_s": plan["node"]["gbytes_per_s"]} if rows else None
+                try:
+                    entry["chart"] = chart(os.path.join(plan_dir, "%s.png" % host), host, speeds, actual,
+                                           args["compute_seconds"])
+                except ModelError as exc:
+                    raise AnsibleActionFail(str(exc))
+            plans[host] = entry
+        if errors:
+            raise AnsibleActionFail("bandwidth_plan:\n" + "\n".join(errors))
+        text = "\n".join(markdown)
+        files = []
+        if not self._task.check_mode:
+            write_atomic(os.path.join(plan_dir, "plan.md"), text, "0644")
+            write_atomic(os.path.join(plan_dir, "plan.json"), json.dumps(plans, indent=1, sort_keys=True) + "\n",
+                         "0644")
+            files = sorted(os.path.join(plan_dir, f) for f in os.listdir(plan_dir))
+        result.update(changed=False, plans=plans, markdown=text, files=files,
+                      msg="bandwidth plan of %d host(s) in %s" % (len(plans), plan_dir))
+        return result
+
+    @staticmethod
+    def _training_mtu(hostvars, facts, interface):
+        """The training network's MTU from the intent, else the interface's, else 1500."""
+        networks = hostvars.get("fabric_networks") or {}
+        for name, net in networks.items() if isinstance(networks, dict) else []:
+            if isinstance(net, dict) and net.get("role", name) == "training" and isinstance(net.get("mtu"), int):
+                return net["mtu"]
+        for nic in facts.get("nics") or []:
+            if nic["name"] == interface and nic.get("mtu"):
+                return nic["mtu"]
+        return 1500
+
+    @staticmethod
+    def _verdict(speeds, args):
+        lines = ["| link speed | node to network GB/s | allreduce at %d nodes (ms) | %s" % (
+            args["nodes"], "network becomes the ceiling at |" if args["compute_seconds"] else ""),
+            "|---|---|---|" + ("---|" if args["compute_seconds"] else "")]
+        for entry in speeds:
+            last = entry["rows"][-1]["allreduce_s"] * 1000
+            cell = ""
+            if args["compute_seconds"]:
+                cell = " %s |" % ("%d nodes" % entry["ceiling_nodes"] if entry["ceiling_nodes"] else
+                                  "not within %d nodes" % args["nodes"])
+            lines.append("| %d GbE | %.2f | %.2f |%s" % (entry["speed_gbe"], entry["gbytes_per_s"], last, cell))
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,56 @@
+"""gpuops.fabric.plan over captured nodes: the table names each GPU's bottleneck, the times are the model's,
+a chart per host is written, and bad input is refused naming the value."""
+
+import json
+import os
+import subprocess
+
+import yaml
+
+from conftest import REPO
+
+
+def run(env, tmp_path, roots, *extra):
+    hosts = {
+        "node-tcp": {"fabric_facts_root": roots["dgx8"], "fabric_nccl_mode": "tcp",
+                     "fabric_networks": {"training": {"role": "training", "subnet": "198.18.0.0/22", "vlan": 100,
+                                                      "mtu": 9000}},
+                     "fabric_attachments": {"training": "bond0"}},
+        "node-rdma": {"fabric_facts_root": roots["dgx8-broken"], "fabric_nccl_mode": "rdma"},
+    }
+    inventory = tmp_path / "inventory.yml"
+    local = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
+    inventory.write_text(yaml.safe_dump({"all": {"vars": local, "hosts": hosts}}))
+    return subprocess.run(["ansible-playbook", "-i", str(inventory), "gpuops.fabric.plan",
+                           "-e", "fabric_plan_dir=%s" % (tmp_path / "plan")] + list(extra),
+                          env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
+                          timeout=300, cwd=REPO, check=False)
+
+
+def test_plan_playbook(ansible_env, roots, tmp_path):
+    result = run(ansible_env, tmp_path, roots, "-e", "fabric_plan_gradient_bytes=1000000000",
+                 "-e", "fabric_plan_compute_seconds=0.2", "-e", "fabric_plan_nodes=8")
+    assert result.returncode == 0, result.stdout[-3000:]
+    plan_dir = tmp_path / "plan"
+    assert sorted(os.listdir(str(plan_dir))) == ["node-rdma.png", "node-tcp.png", "plan.json", "plan.md"]
+    with open(str(plan_dir / "plan.json")) as handle:
+        plans = json.load(handle)
+    tcp = plans["node-tcp"]
+    assert tcp["interface"] == "bond0.100" and tcp["mtu"] == 9000
+    assert tcp["plan"]["node"]["limited_by"] == "NIC line rate"
+    # the broken twin: GPU 0 shares mlx5_1 with GPU 1 (its own HCA is on the other socket), so 7 rails; and GPU 1
+    # trained down to x8 (Gen5 x8 = 31.5 GB/s) caps that rail below its 50 GB/s line rate: 6 x 50 + 31.508
+    rdma = plans["node-rdma"]
+    assert [g["nic"] for g in rdma["plan"]["gpus"]][:2] == ["mlx5_1", "mlx5_1"]
+    rails = dict((r["rail"], r) for r in rdma["plan"]["rails"])
+    assert len(rails) == 7 and rails["mlx5_1"]["limited_by"] == "GPU side"
+    assert abs(rdma["plan"]["node"]["gbytes_per_s"] - (6 * 50 + 31.508)) < 0.01
+    text = (plan_dir / "plan.md").read_text()
+    assert "| 10 GbE | 2.48 |" in text and "network becomes the ceiling at" in text
+    assert (plan_dir / "node-tcp.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plan_refuses_bad_input(ansible_env, roots, tmp_path):
+    result = run(ansible_env, tmp_path, roots, "-e", "fabric_plan_gradient_bytes=0")
+    assert result.returncode != 0
+    assert "bandwidth_plan: gradient_bytes: 0.0 must be above 0" in result.stdout
