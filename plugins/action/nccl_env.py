@@ -24,6 +24,7 @@ ARGUMENT_SPEC = dict(
     env=dict(type="dict", default={}),
     facts=dict(type="dict"),
     topo_file=dict(type="path"),
+    planned_interfaces=dict(type="list", elements="str", default=[]),
 )
 
 
@@ -50,7 +51,8 @@ class ActionModule(ActionBase):
         if args["topo_file"]:
             topology = topology_xml(facts)
             env.setdefault("NCCL_TOPO_FILE", args["topo_file"])
-        settings, notes, warnings, more = nccl_settings(facts, interface, args["mode"], env, host=host)
+        settings, notes, warnings, more = nccl_settings(facts, interface, args["mode"], env, host=host,
+                                                        planned=args["planned_interfaces"])
         errors = ["%s: %s" % (host, e) if not e.startswith(host + ":") else e for e in errors + more]
         if errors:
             raise AnsibleActionFail("NCCL environment of %s cannot be derived:\n%s" % (host, "\n".join(errors)))

@@ -59,7 +59,8 @@ def socket_threads(speed_mbps):
     return None
 
 
-def _nic(facts, name):
+def nic_by_name(facts, name):
+    """The NIC fact named ``name``, or None."""
     for nic in facts.get("nics") or []:
         if nic["name"] == name:
             return nic
@@ -68,11 +69,11 @@ def _nic(facts, name):
 
 def _link_speed(facts, iface):
     """(speed, bond legs) under an interface: a VLAN's parent, a bond's own speed (the sum the kernel reports)."""
-    nic = _nic(facts, iface)
+    nic = nic_by_name(facts, iface)
     seen = set()
     while nic is not None and nic.get("vlan") and nic["name"] not in seen:
         seen.add(nic["name"])
-        parent = _nic(facts, nic["vlan"]["parent"])
+        parent = nic_by_name(facts, nic["vlan"]["parent"])
         if parent is None:
             break
         nic = parent
@@ -110,8 +111,11 @@ def _hcas_by_closeness(facts, notes, warnings):
     return [by_name[k] for k in ordered], paths
 
 
-def nccl_settings(facts, interface, mode="tcp", overrides=None, host="node"):
-    """Returns (settings as an ordered list of (name, value)), notes, warnings, errors)."""
+def nccl_settings(facts, interface, mode="tcp", overrides=None, host="node", planned=None):
+    """Returns (settings as an ordered list of (name, value)), notes, warnings, errors).
+
+    ``planned``: interface names the network role is about to create; they count as present (pre-flight on a new
+    cluster, before the bond and VLAN exist)."""
     notes, warnings, errors = [], [], []
     settings = []
     facts = facts or {}
@@ -121,7 +125,7 @@ def nccl_settings(facts, interface, mode="tcp", overrides=None, host="node"):
     if not interface:
         errors.append("%s: no training interface: set fabric_nccl_interface or attach the training network in "
                       "fabric_attachments" % host)
-    elif facts.get("nics") is not None and _nic(facts, interface) is None:
+    elif facts.get("nics") is not None and nic_by_name(facts, interface) is None and interface not in (planned or ()):
         errors.append("%s: the training interface %s does not exist on this node (it has: %s)" % (
             host, interface, ", ".join(n["name"] for n in facts["nics"] if n["kind"] != "loopback")))
     if interface:

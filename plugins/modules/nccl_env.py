@@ -53,6 +53,13 @@ options:
   facts:
     description: The host's C(gpuops_fabric) facts; default the gathered ones.
     type: dict
+  planned_interfaces:
+    description:
+      - Interfaces the network role is about to create (from M(gpuops.fabric.network_intent)'s plan); they count as
+        present, so C(site.yml) can check the NCCL settings before any host is touched on a new cluster.
+    type: list
+    elements: str
+    default: []
   topo_file:
     description:
       - Also generate an NCCL topology file from the facts (RV(topology)) and point C(NCCL_TOPO_FILE) at this path.

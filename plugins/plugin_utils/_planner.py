@@ -21,6 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import nic_by_name
 from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import (
     ModelError,
     allreduce_time,
@@ -31,16 +32,9 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import (
 LINK_SPEEDS_GBE = (10, 25, 100, 200, 400)
 
 
-def _nic_by_name(facts, name):
-    for nic in facts.get("nics") or []:
-        if nic["name"] == name:
-            return nic
-    return None
-
-
 def _ports_under(facts, name):
     """The physical ports under an interface: itself, a VLAN's parent, a bond's members."""
-    nic = _nic_by_name(facts, name)
+    nic = nic_by_name(facts, name)
     if nic is None:
         return []
     if nic.get("vlan"):
@@ -108,8 +102,8 @@ def node_paths(facts, mode="tcp", interface=None, mtu=1500, socket_gbytes=None):
                 {"name": "NIC slot", "gbytes_per_s": ((port.get("pci_link") or {}).get("current") or {}).get("gbytes_per_s")},
                 {"name": "NIC line rate", "gbytes_per_s": _line_rate(port, mode, mtu, facts)}]
             rows.append(_row(gpu, port["name"], path, segments))
-        iface = _nic_by_name(facts, interface)
-        under = _nic_by_name(facts, iface["vlan"]["parent"]) if iface.get("vlan") else iface
+        iface = nic_by_name(facts, interface)
+        under = nic_by_name(facts, iface["vlan"]["parent"]) if iface.get("vlan") else iface
         network = ethernet_goodput(under["speed_mbps"], mtu) / 8.0 if under.get("speed_mbps") else None
         slots = [((p.get("pci_link") or {}).get("current") or {}).get("gbytes_per_s") for p in ports]
         gpu_side = [r["gpu_side_gbytes_per_s"] for r in rows]
