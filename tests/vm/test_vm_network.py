@@ -186,6 +186,30 @@ def test_drift_is_reported_and_repaired(vms, ansible_env, tmp_path):
                     ).returncode == 0
 
 
+def test_site_end_to_end(vms, ansible_env, tmp_path):
+    """site.yml: pre-flight, network, NCCL (tcp) and audit; the repeat run changes nothing."""
+    data = inventory_data(vms["kind"])
+    group = data["all"]["children"]["vms"]["vars"]
+    group["fabric_nccl_mode"] = "tcp"
+    # the audit evaluates on the controller (localhost), which sees the 'all' group's vars
+    data["all"].setdefault("vars", {}).update({"fabric_audit_fail_on": "never",
+                                               "fabric_report_dir": str(tmp_path / "report")})
+    inventory = write_inventory(data, tmp_path / "site-inventory.yml")
+    first = playbook(ansible_env, inventory, os.path.join(REPO, "site.yml"))
+    assert first.returncode == 0, first.stdout[-4000:]
+    conf = vm(1, "cat /etc/nccl.conf").stdout
+    assert "NCCL_SOCKET_IFNAME==bond0.100\n" in conf and "NCCL_IB_DISABLE=1\n" in conf
+    assert vm(1, "stat -c %a:%U /etc/nccl.conf").stdout.strip() == "644:root"
+    again = playbook(ansible_env, inventory, os.path.join(REPO, "site.yml"))
+    assert again.returncode == 0
+    assert changed(again.stdout, "vm1") == 0 and changed(again.stdout, "vm2") == 0
+    with open(str(tmp_path / "report" / "report.json")) as handle:
+        report = json.load(handle)
+    for host in ("vm1", "vm2"):
+        outcomes = report["outcomes"][host]
+        assert outcomes["NCCL-002"]["status"] == "pass" and outcomes["NCCL-003"]["status"] == "pass", outcomes
+
+
 def _inventory_with_management_change(vms, tmp_path, allow):
     data = inventory_data(vms["kind"])
     group = data["all"]["children"]["vms"]["vars"]
