@@ -86,3 +86,23 @@ def require_tool(name):
     path = shutil.which(name)
     assert path, "%s is not installed; scripts/setup.sh installs it" % name
     return path
+
+
+def recap(output, host):
+    """The PLAY RECAP counters of ``host`` in ansible-playbook's default output: {"ok": "3", "changed": "0", ...}."""
+    line = [x for x in output.splitlines() if x.startswith(host + " ")][-1]
+    return dict(kv.split("=") for kv in line.split(":", 1)[1].split())
+
+
+def tree_hash(path):
+    """One digest of every file below ``path``: its path, mode and bytes (what --check must leave alone)."""
+    import hashlib
+    digest = hashlib.sha256()
+    for folder, _dirs, files in sorted(os.walk(str(path))):
+        for name in sorted(files):
+            full = os.path.join(folder, name)
+            digest.update(full.encode())
+            digest.update(("%o" % os.stat(full).st_mode).encode())
+            with open(full, "rb") as handle:
+                digest.update(handle.read())
+    return digest.hexdigest()

@@ -13,6 +13,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._audit import exceeds_policy, run_audit, validate_inputs
+from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import unified
 from ansible_collections.gpuops.fabric.plugins.module_utils._report import FILENAMES, FORMATS, RENDERERS
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import target_hosts, validated_args
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
@@ -123,15 +124,13 @@ class ActionModule(ActionBase):
             return None
         if result.get("failed"):
             return {"error": result.get("msg")}
-        diff = ""
         entries = result.get("diff") or []
-        for entry in entries if isinstance(entries, list) else [entries]:
-            if isinstance(entry, dict) and "after" in entry:
-                import difflib
-                diff += "".join(difflib.unified_diff(
-                    str(entry.get("before") or "").splitlines(True), str(entry.get("after") or "").splitlines(True),
-                    str(entry.get("before_header") or result.get("dest") or "before"),
-                    str(entry.get("after_header") or result.get("dest") or "after")))
+        dest = result.get("dest")
+        diff = unified([{"before_header": str(e.get("before_header") or dest or "before"),
+                         "after_header": str(e.get("after_header") or dest or "after"),
+                         "before": str(e.get("before") or ""), "after": str(e.get("after") or "")}
+                        for e in (entries if isinstance(entries, list) else [entries])
+                        if isinstance(e, dict) and "after" in e])
         return {"changed": bool(result.get("changed")), "path": result.get("dest"), "diff": diff}
 
     def _collection_version(self):

@@ -212,13 +212,18 @@ def nm_checkpoint_destroy(module, path):
     return rc == 0
 
 
-def previous_checkpoint(module):
-    """A checkpoint an earlier, unconfirmed run of ours left behind: destroy it before taking a new one."""
+def armed_checkpoint():
+    """The NetworkManager checkpoint the last armed change recorded in its manifest, or None."""
     try:
         with open(os.path.join(ROLLBACK_DIR, "manifest.json")) as handle:
-            path = json.load(handle).get("checkpoint")
-    except (IOError, OSError, ValueError):
-        return
+            return json.load(handle).get("checkpoint")
+    except (IOError, OSError, ValueError, AttributeError):
+        return None
+
+
+def previous_checkpoint(module):
+    """A checkpoint an earlier, unconfirmed run of ours left behind: destroy it before taking a new one."""
+    path = armed_checkpoint()
     if path:
         nm_checkpoint_destroy(module, path)
 
@@ -298,12 +303,7 @@ def confirm(module, root, timeout):
         time.sleep(1)
     rolled_back = os.path.exists(marker)
     stopped = False
-    checkpoint = None
-    try:
-        with open(os.path.join(ROLLBACK_DIR, "manifest.json")) as handle:
-            checkpoint = json.load(handle).get("checkpoint")
-    except (IOError, OSError, ValueError):
-        pass
+    checkpoint = armed_checkpoint()
     if root == "/" and not module.check_mode and not rolled_back and module.get_bin_path("systemctl"):
         rc, _out, _err = module.run_command([module.get_bin_path("systemctl"), "stop", ROLLBACK_UNIT + ".timer"])
         stopped = rc == 0

@@ -3,14 +3,13 @@ hand-written 8-GPU node and the real captures: /etc/nccl.conf written root-owned
 second run unchanged, --check writes nothing (the directory's hash), --diff shows a hand edit, and errors
 name the node and what is missing."""
 
-import hashlib
 import os
 import stat
 import subprocess
 
 import yaml
 
-from conftest import REPO
+from conftest import REPO, recap, tree_hash
 
 GOLDEN = os.path.join(REPO, "tests", "fixtures", "golden_nccl")
 
@@ -38,23 +37,6 @@ def play(env, inventory_path, *extra):
     return subprocess.run(["ansible-playbook", "-i", inventory_path, "gpuops.fabric.nccl"] + list(extra),
                           env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
                           timeout=300, cwd=REPO, check=False)
-
-
-def recap(output, host):
-    line = [x for x in output.splitlines() if x.startswith(host + " ")][-1]
-    return dict(kv.split("=") for kv in line.split(":", 1)[1].split())
-
-
-def tree_hash(path):
-    digest = hashlib.sha256()
-    for folder, _dirs, files in sorted(os.walk(str(path))):
-        for name in sorted(files):
-            full = os.path.join(folder, name)
-            digest.update(full.encode())
-            digest.update(("%o" % os.stat(full).st_mode).encode())
-            with open(full, "rb") as handle:
-                digest.update(handle.read())
-    return digest.hexdigest()
 
 
 def golden(name):

@@ -6,7 +6,7 @@ import subprocess
 
 import yaml
 
-from conftest import require_tool
+from conftest import recap, require_tool
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -39,11 +39,6 @@ def play(env, inventory_path, *extra):
     return subprocess.run(["ansible-playbook", "-i", inventory_path, "gpuops.fabric.network"] + list(extra),
                           env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
                           timeout=300, cwd=REPO, check=False)
-
-
-def recap(output, host):
-    line = [x for x in output.splitlines() if x.startswith(host + " ")][-1]
-    return dict(kv.split("=") for kv in line.split(":", 1)[1].split())
 
 
 def test_networkd_files_idempotent_and_check(ansible_env, roots, tmp_path):

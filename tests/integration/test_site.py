@@ -2,13 +2,12 @@
 configured (network files, /etc/nccl.conf) and audited; a repeat run changes nothing; a bad NCCL setting stops
 the run before any host is touched."""
 
-import hashlib
 import os
 import subprocess
 
 import yaml
 
-from conftest import REPO
+from conftest import REPO, recap, tree_hash
 
 
 def inventory(tmp_path, roots, nccl_env=None):
@@ -38,20 +37,6 @@ def site(env, inventory_path):
     return subprocess.run(["ansible-playbook", "-i", inventory_path, os.path.join(REPO, "site.yml")],
                           env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
                           timeout=600, cwd=REPO, check=False)
-
-
-def recap(output, host):
-    line = [x for x in output.splitlines() if x.startswith(host + " ")][-1]
-    return dict(kv.split("=") for kv in line.split(":", 1)[1].split())
-
-
-def tree_hash(path):
-    digest = hashlib.sha256()
-    for folder, _dirs, files in sorted(os.walk(str(path))):
-        for name in sorted(files):
-            with open(os.path.join(folder, name), "rb") as handle:
-                digest.update(name.encode() + handle.read())
-    return digest.hexdigest()
 
 
 def test_new_cluster_then_repeat(ansible_env, roots, tmp_path):
