@@ -58,7 +58,7 @@ def install_collection(work):
     subprocess.run([galaxy, "collection", "build", "--output-path", work, REPO], check=True, capture_output=True)
     tarball = os.path.join(work, [f for f in os.listdir(work) if f.endswith(".tar.gz")][0])
     install = os.path.join(work, "collections")
-    subprocess.run([galaxy, "collection", "install", "-p", install, tarball], check=True, capture_output=True)
+    subprocess.run([galaxy, "collection", "install", "--force", "-p", install, tarball], check=True, capture_output=True)
     return tarball, install
 
 

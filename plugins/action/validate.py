@@ -103,6 +103,7 @@ class ActionModule(ActionBase):
             "attachments": hostvars.get("fabric_attachments"),
             "nccl_mode": hostvars.get("fabric_nccl_mode"),
             "nccl_drift": ActionModule._nccl_drift(hostvars.get("nccl_conf")) if drift else None,
+            "probes": hostvars.get("fabric_probe_results"),
             "status": status,
             "reason": reason,
         }

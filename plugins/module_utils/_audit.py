@@ -37,7 +37,8 @@ def validate_inputs(inputs):
             network_errors.append("fabric_attachments: expected a mapping of network to device, got %r" % attachments)
             attachments = None
         expect = dict(expect, networks=networks, attachments=attachments or {}, drift=inputs[host].get("drift"),
-                      nccl_drift=inputs[host].get("nccl_drift"), nccl_mode=inputs[host].get("nccl_mode"))
+                      nccl_drift=inputs[host].get("nccl_drift"), nccl_mode=inputs[host].get("nccl_mode"),
+                      probes=inputs[host].get("probes"))
         normalized[host] = (expect, waivers)
         for error in errors + waiver_errors + network_errors:
             seen.setdefault(error, []).append(host)
@@ -72,7 +73,30 @@ def run_audit(inputs, today, generated_at, version=None):
         inventory_findings, outcomes["inventory"] = evaluate_inventory(audited)
         findings.extend(inventory_findings)
     apply_waivers(findings, dict((h, normalized[h][1]) for h in normalized), today)
-    return build_report(hosts, findings, outcomes, generated_at, version), []
+    return build_report(hosts, findings, outcomes, generated_at, version,
+                        measurements(dict((h, normalized[h][0]) for h in audited))), []
+
+
+def measurements(expects):
+    """What the probes measured, per host: throughput pairs, full-size ping pairs, nccl-tests peaks."""
+    rows = []
+    for host in sorted(expects):
+        probes = expects[host].get("probes")
+        if not isinstance(probes, dict):
+            continue
+        for entry in probes.get("throughput") or []:
+            rows.append({"host": host, "kind": "throughput", "peer": entry.get("peer"), "network": entry.get("network"),
+                         "gbps": entry.get("gbps"), "expected_gbps": entry.get("expected_gbps"),
+                         "basis": entry.get("basis"), "retransmits": entry.get("retransmits"),
+                         "error": entry.get("error")})
+        for entry in probes.get("jumbo") or []:
+            rows.append({"host": host, "kind": "jumbo", "peer": entry.get("peer"), "network": entry.get("network"),
+                         "payload": entry.get("payload"), "mtu": entry.get("mtu"), "status": entry.get("status")})
+        nccl = probes.get("nccl")
+        if isinstance(nccl, dict) and nccl.get("installed") and nccl.get("rows"):
+            rows.append({"host": host, "kind": "nccl", "scope": probes.get("nccl_scope"),
+                         "max_busbw": nccl.get("max_busbw"), "avg_busbw": nccl.get("avg_busbw")})
+    return rows
 
 
 def exceeds_policy(report, fail_on):

@@ -24,7 +24,8 @@ except ImportError:  # pragma: no cover - declared in requirements.txt
     NETADDR_IMPORT_ERROR = traceback.format_exc()
 
 ROLES = ("management", "training", "storage")
-NETWORK_KEYS = ("role", "subnet", "subnet6", "gateway", "gateway6", "vlan", "mtu", "routes", "allow_on_management")
+NETWORK_KEYS = ("role", "subnet", "subnet6", "gateway", "gateway6", "vlan", "mtu", "routes", "allow_on_management",
+                "speed_mbps")
 ROUTE_KEYS = ("to", "via", "metric")
 BOND_KEYS = ("members", "mode", "lacp_rate", "xmit_hash_policy", "miimon", "primary", "mtu")
 BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb")
@@ -140,6 +141,14 @@ def validate_networks(value, errors, key="fabric_networks", check_overlap=True):
                 errors.append("%s.mtu: %r is outside %d..%d" % (where, mtu, MTU_MIN, MTU_MAX))
             else:
                 item["mtu"] = mtu
+        item["speed_mbps"] = None
+        speed = net.get("speed_mbps")
+        if speed is not None:
+            if not _is_int(speed) or speed < 1:
+                errors.append("%s.speed_mbps: %r must be a link speed in Mbit/s (1000, 10000, 25000, ...)"
+                              % (where, speed))
+            else:
+                item["speed_mbps"] = speed
         routes = net.get("routes") or []
         if not isinstance(routes, list):
             errors.append("%s.routes: expected a list, got %r" % (where, routes))

@@ -67,6 +67,22 @@ def nic_by_name(facts, name):
     return None
 
 
+def ports_under(facts, name):
+    """The physical ports (those with a PCI address) under an interface: a VLAN's parent's, a bond's members, or
+    the interface itself."""
+    nic = nic_by_name(facts, name)
+    seen = set()
+    while nic is not None and nic.get("vlan") and nic["name"] not in seen:
+        seen.add(nic["name"])
+        nic = nic_by_name(facts, nic["vlan"]["parent"])
+    if nic is None:
+        return []
+    members = [n for n in facts.get("nics") or [] if n.get("bond_master") == nic["name"]]
+    if members:
+        return [m for m in members if m.get("address")]
+    return [nic] if nic.get("address") else []
+
+
 def _link_speed(facts, iface):
     """(speed, bond legs) under an interface: a VLAN's parent, a bond's own speed (the sum the kernel reports)."""
     nic = nic_by_name(facts, iface)

@@ -20,9 +20,10 @@ FORMATS = ("json", "md", "junit", "html")
 FILENAMES = {"json": "report.json", "md": "report.md", "junit": "junit.xml", "html": "report.html"}
 
 
-def build_report(hosts, findings, outcomes, generated_at, collection_version=None):
+def build_report(hosts, findings, outcomes, generated_at, collection_version=None, measurements=None):
     """``hosts``: {name: {"status": audited|unreachable|failed, "reason": str|None}};
-    ``outcomes``: {host: {rule id: (status, reason)}} for audited hosts, inventory rules under "inventory"."""
+    ``outcomes``: {host: {rule id: (status, reason)}} for audited hosts, inventory rules under "inventory";
+    ``measurements``: what the probes measured (see _audit.measurements), listed whether or not they are findings."""
     findings = sorted(findings, key=lambda f: (SEVERITY_RANK[f["severity"]], f["host"] or "", f["id"],
                                                str(f["subject"])))
     active = [f for f in findings if not f.get("waived")]
@@ -58,6 +59,7 @@ def build_report(hosts, findings, outcomes, generated_at, collection_version=Non
         "findings": findings,
         "outcomes": dict((host, dict((rid, {"status": st, "reason": why}) for rid, (st, why) in sorted(out.items())))
                          for host, out in sorted(outcomes.items())),
+        "measurements": measurements or [],
     }
 
 
@@ -101,6 +103,15 @@ def render_markdown(report):
         for f in waived:
             cells = (_md(f["host"]), f["id"], _md(f["subject"]), _md(f["waiver"]["reason"]), f["waiver"]["expires"])
             lines.append("| %s | %s | %s | %s | %s |" % cells)
+    throughput = [m for m in report.get("measurements") or [] if m["kind"] == "throughput"]
+    if throughput:
+        lines += ["", "## Measured throughput", "", "| host | peer | network | Gbit/s | expected | basis |",
+                  "|---|---|---|---|---|---|"]
+        for m in throughput:
+            lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                _md(m["host"]), _md(m["peer"]), _md(m["network"]),
+                "%.3g" % m["gbps"] if m["gbps"] is not None else "failed: %s" % _md(m["error"]),
+                "%.3g" % m["expected_gbps"] if m["expected_gbps"] is not None else "-", _md(m["basis"] or "")))
     lines += ["", "## Rules", ""]
     for rule in report["rules"]:
         lines += ["### %s %s (%s)" % (rule["id"], rule["title"], rule["severity"]), "", rule["description"], "",

@@ -21,7 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import nic_by_name
+from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import nic_by_name, ports_under
 from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import (
     ModelError,
     allreduce_time,
@@ -30,19 +30,6 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import (
 )
 
 LINK_SPEEDS_GBE = (10, 25, 100, 200, 400)
-
-
-def _ports_under(facts, name):
-    """The physical ports under an interface: itself, a VLAN's parent, a bond's members."""
-    nic = nic_by_name(facts, name)
-    if nic is None:
-        return []
-    if nic.get("vlan"):
-        return _ports_under(facts, nic["vlan"]["parent"])
-    members = [n for n in facts.get("nics") or [] if n.get("bond_master") == name]
-    if members:
-        return [m for m in members if m.get("address")]
-    return [nic] if nic.get("address") else []
 
 
 def _path(facts, gpu, nic_address):
@@ -85,7 +72,7 @@ def node_paths(facts, mode="tcp", interface=None, mtu=1500, socket_gbytes=None):
         raise ModelError("facts: no GPUs on this node; nothing to plan")
     rows, rails = [], {}
     if mode == "tcp":
-        ports = _ports_under(facts, interface) if interface else []
+        ports = ports_under(facts, interface) if interface else []
         if not ports:
             raise ModelError("interface: %r has no PCIe port under it in the facts" % (interface,))
         for gpu in gpus:

@@ -98,3 +98,116 @@ def coverage(rounds, hosts, switch_of=None):
     switches = set(v for h, v in switch_of.items() if h in set(hosts))
     return {"unseen": sorted(set(hosts) - seen), "never_served": sorted(set(hosts) - served),
             "switches_not_crossed": sorted(switches - crossing) if len(switches) > 1 else []}
+
+
+# ---- probe targets from facts and intent ------------------------------------------------------------------
+def _address_on(facts, network):
+    """(interface, ip) of this host's address in the network's subnet (IPv4 first), or (None, None)."""
+    import ipaddress
+    for key, subnet in (("ipv4", network.get("subnet")), ("ipv6", network.get("subnet6"))):
+        if subnet is None:
+            continue
+        subnet = ipaddress.ip_network(str(subnet), strict=False)
+        for nic in facts.get("nics") or []:
+            for text in nic.get(key) or []:
+                try:
+                    address = ipaddress.ip_interface(text)
+                except ValueError:
+                    continue
+                if address.ip in subnet:
+                    return nic["name"], address.ip
+    return None, None
+
+
+def _flow_speed(facts, iface):
+    """Mbit/s one TCP flow can reach through ``iface``: the slowest port under it (a flow rides one bond leg), or
+    the interface's own speed when it has no physical port (veth, virtio without PCI address)."""
+    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import nic_by_name, ports_under
+    speeds = [p.get("speed_mbps") for p in ports_under(facts, iface) if (p.get("speed_mbps") or 0) > 0]
+    if speeds:
+        return min(speeds)
+    nic = nic_by_name(facts, iface) or {}
+    return nic.get("speed_mbps") if (nic.get("speed_mbps") or 0) > 0 else None
+
+
+def _mtu(network, facts, iface):
+    if network.get("mtu"):
+        return network["mtu"], "fabric_networks.%s.mtu" % network["name"]
+    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import nic_by_name
+    mtu = (nic_by_name(facts, iface) or {}).get("mtu")
+    return (mtu, "%s's MTU" % iface) if mtu else (1500, "default")
+
+
+def _iface_mtu(facts, iface):
+    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import nic_by_name
+    return (nic_by_name(facts, iface) or {}).get("mtu")
+
+
+def targets(inputs, throughput_roles=("training", "storage"), networks=None, all_pairs_max=32, port=5201,
+            min_fraction=0.8):
+    """Probe targets for an inventory.
+
+    ``inputs``: {host: {"facts": gpuops_fabric facts, "networks": {name: validated network}, "attachments": {},
+    "switch": optional switch name}}. ``networks``: the names to probe (default all).
+
+    Returns {"jumbo": {host: [target]}, "throughput": [round: {host: entry}], "missing": {host: [text]},
+    "plans": {network: plan summary}}. A throughput round pairs hosts on one network; in each pair the client entry
+    carries the expected goodput of the bandwidth model (Gbit/s) and its basis.
+    """
+    from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import ethernet_goodput
+    defined = {}
+    for host in sorted(inputs):
+        for name, net in sorted((inputs[host].get("networks") or {}).items()):
+            defined.setdefault(name, net)
+    wanted = sorted(defined) if networks is None else [n for n in networks if n in defined]
+    jumbo, rounds, missing, plans = {}, [], {}, {}
+    for name in wanted:
+        network = dict(defined[name], name=name)
+        where = {}
+        for host in sorted(inputs):
+            facts = inputs[host].get("facts") or {}
+            iface, ip = _address_on(facts, network)
+            if ip is not None:
+                where[host] = (iface, ip)
+            elif name in (inputs[host].get("attachments") or {}):
+                missing.setdefault(host, []).append(
+                    "not probed on %s: no address in %s on this host" % (
+                        name, network.get("subnet") or network.get("subnet6")))
+        switch_of = dict((h, inputs[h].get("switch")) for h in where if inputs[h].get("switch"))
+        chosen = plan(list(where), switch_of, all_pairs_max)
+        plans[name] = {"kind": chosen["kind"], "hosts": chosen["hosts"], "rounds": len(chosen["rounds"]),
+                       "pairs": chosen["pairs"], "max_pairs_per_round": chosen["max_pairs_per_round"]}
+        for pairs in chosen["rounds"]:
+            for client, server in pairs:
+                mtu, _basis = _mtu(network, inputs[client]["facts"], where[client][0])
+                jumbo.setdefault(client, []).append({
+                    "peer": server, "address": str(where[server][1]), "network": name, "mtu": mtu,
+                    "source": str(where[client][1]),
+                    "interface": where[client][0], "interface_mtu": _iface_mtu(inputs[client]["facts"], where[client][0]),
+                    "peer_interface": where[server][0],
+                    "peer_mtu": _iface_mtu(inputs[server]["facts"], where[server][0])})
+        if network.get("role", name) not in throughput_roles:
+            continue
+        for pairs in chosen["rounds"]:
+            entries = {}
+            for client, server in pairs:
+                (c_iface, c_ip), (s_iface, s_ip) = where[client], where[server]
+                c_facts, s_facts = inputs[client]["facts"], inputs[server]["facts"]
+                mtu, mtu_basis = _mtu(network, c_facts, c_iface)
+                if network.get("speed_mbps"):
+                    speed, basis = network["speed_mbps"], "fabric_networks.%s.speed_mbps" % name
+                else:
+                    speeds = [s for s in (_flow_speed(c_facts, c_iface), _flow_speed(s_facts, s_iface)) if s]
+                    speed, basis = (min(speeds), "link speed") if len(speeds) == 2 else (None, "link speed unknown")
+                expected = (round(ethernet_goodput(speed, mtu, vlan=bool(network.get("vlan")), ipv6=c_ip.version == 6),
+                                  3) if speed else None)
+                entries[server] = {"role": "server", "bind": str(s_ip), "port": port, "network": name,
+                                   "peer": client}
+                entries[client] = {"role": "client", "bind": str(c_ip), "server": str(s_ip), "port": port,
+                                   "network": name, "peer": server, "speed_mbps": speed, "mtu": mtu,
+                                   "expected_gbps": expected, "min_fraction": min_fraction,
+                                   "basis": "%s: %s Mb/s at MTU %s (%s)" % (basis, speed, mtu, mtu_basis)
+                                   if speed else basis}
+            if entries:
+                rounds.append(entries)
+    return {"jumbo": jumbo, "throughput": rounds, "missing": missing, "plans": plans}

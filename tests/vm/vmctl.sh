@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 VM=${GPUOPS_VM_DIR:-$PWD/.cache/vm}
 mkdir -p "$VM"
 
-IMAGE_VERSION=5  # bump when the image recipe changes
+IMAGE_VERSION=6  # bump when the image recipe changes
 
 build() {
   if [ -f "$VM/base.img" ] && [ -f "$VM/id_ed25519" ] && [ "$(cat "$VM/image-version" 2>/dev/null)" = "$IMAGE_VERSION" ]; then
@@ -21,7 +21,7 @@ build() {
   fi
   rm -rf "$VM/rootfs"
   mmdebstrap --variant=minbase --include=systemd-sysv,udev,dbus,openssh-server,python3,iproute2,netplan.io,\
-linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps,network-manager bookworm "$VM/rootfs" >"$VM/mmdebstrap.log" 2>&1
+linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps,network-manager,iperf3 bookworm "$VM/rootfs" >"$VM/mmdebstrap.log" 2>&1
   [ -f "$VM/id_ed25519" ] || ssh-keygen -q -t ed25519 -N "" -f "$VM/id_ed25519"
   local r="$VM/rootfs"
   install -d -m 700 "$r/root/.ssh"

@@ -41,7 +41,7 @@ def of(findings, rule_id):
 
 def test_catalog_entries_are_complete():
     for rule in CATALOG.values():
-        assert rule.id.split("-")[0] in ("PCIE", "NUMA", "NET", "BOND", "GDR", "NCCL", "PERF", "DRIFT")
+        assert rule.id.split("-")[0] in ("PCIE", "NUMA", "NET", "BOND", "GDR", "NCCL", "PERF", "DRIFT", "PROBE")
         assert rule.title and rule.description and rule.remediation and rule.severity in ("fail", "warn", "info")
 
 
@@ -49,8 +49,9 @@ def test_healthy_node_passes_everything(healthy):
     findings, outcomes = run(healthy, DGX_EXPECT)
     assert findings == []
     not_judged = sorted(r for r, (status, _why) in outcomes.items() if status != "pass")
-    # no drift check, no fabric_networks, no /etc/nccl.conf in the capture
-    assert not_judged == ["DRIFT-001", "NCCL-001", "NCCL-002", "NCCL-003", "NET-008"]
+    # no drift check, no fabric_networks, no /etc/nccl.conf in the capture, no probes
+    assert not_judged == ["DRIFT-001", "NCCL-001", "NCCL-002", "NCCL-003", "NET-008", "PROBE-002", "PROBE-003",
+                          "PROBE-004", "PROBE-005"]
 
 
 def test_broken_twin_shows_each_planted_fault(broken):
@@ -294,3 +295,97 @@ def test_every_rule_is_in_the_documented_catalog():
         text = handle.read()
     for rule in CATALOG.values():
         assert "| %s | %s | %s |" % (rule.id, rule.severity, rule.scope) in text, rule.id
+
+
+# ---- probes: results in the shape the probes role leaves (hand-written; the parsers are tested on captures) ----
+def _ping(peer, status, mtu=9000, local=None, peer_mtu=9000):
+    received = {"ok": 3, "mtu": 0, "loss": 1, "unreachable": 0}.get(status, None)
+    return {"peer": peer, "network": "training", "address": "198.18.1.%s" % peer[-1], "source": "198.18.1.9",
+            "mtu": mtu, "payload": mtu - 28, "status": status, "interface": "eth1", "interface_mtu": 9000,
+            "peer_interface": "eth1", "peer_mtu": peer_mtu,
+            "jumbo": {"sent": 3, "received": received, "errors": 3 if local else 0, "local_error": local},
+            "small": {"sent": 3, "received": 0 if status == "unreachable" else 3, "errors": 0, "local_error": None}}
+
+
+def _probe_expect(**probes):
+    return dict(NO_EXPECT, probes=dict({"jumbo": [], "throughput": [], "missing": [], "server_errors": [],
+                                        "nccl": None}, **probes))
+
+
+def test_probe_rules_not_applicable_without_probes(healthy):
+    _findings, outcomes = run(healthy, NO_EXPECT)
+    for rule_id in ("PROBE-002", "PROBE-003", "PROBE-004", "PROBE-005"):
+        assert outcomes[rule_id][0] == "not_applicable" and "opt in" in outcomes[rule_id][1]
+    _f, inv = evaluate_inventory({"a": (healthy, NO_EXPECT)})
+    assert inv["PROBE-001"][0] == "not_applicable"
+
+
+def test_probe_jumbo_names_the_pair_and_the_host_in_every_failing_pair(healthy):
+    # n3 has MTU 1500: every pair with n3 fails, n1 <-> n2 passes
+    hosts = {
+        "n1": (healthy, _probe_expect(jumbo=[_ping("n2", "ok"), _ping("n3", "mtu", peer_mtu=1500)])),
+        "n2": (healthy, _probe_expect(jumbo=[_ping("n3", "mtu", peer_mtu=1500)])),
+        "n3": (healthy, _probe_expect(jumbo=[_ping("n1", "mtu", local="message too long, mtu=1500")])),
+    }
+    findings, outcomes = evaluate_inventory(hosts)
+    found = of(findings, "PROBE-001")
+    assert sorted((f["host"], f["subject"]) for f in found) == [
+        ("n1", "n1 -> n3 (training)"), ("n2", "n2 -> n3 (training)"), ("n3", "n3 -> n1 (training)")]
+    assert all("n3 fails with every peer" in f["message"] and "n1 fails" not in f["message"] for f in found)
+    assert "n3's eth1 has MTU 1500" in [f for f in found if f["host"] == "n1"][0]["message"]
+    assert "refuses to send them (message too long, mtu=1500)" in [f for f in found if f["host"] == "n3"][0]["message"]
+    assert "8972-byte" in found[0]["message"]
+    healthy_only = dict((h, (healthy, _probe_expect(jumbo=[_ping("n9", "ok")]))) for h in ("n1", "n2"))
+    assert of(evaluate_inventory(healthy_only)[0], "PROBE-001") == []
+    lossy = evaluate_inventory({"n1": (healthy, _probe_expect(jumbo=[_ping("n2", "loss")]))})[0]
+    assert [f["severity"] for f in of(lossy, "PROBE-001")] == ["warn"]
+
+
+def test_probe_unreachable(healthy):
+    findings = run(healthy, _probe_expect(jumbo=[_ping("n2", "unreachable"), _ping("n4", "ok")]))[0]
+    assert [f["subject"] for f in of(findings, "PROBE-002")] == ["node -> n2 (training)"]
+
+
+def _measured(gbps, expected=0.99, error=None, fraction=0.8):
+    return {"role": "client", "peer": "n2", "network": "training", "bind": "198.18.1.1", "server": "198.18.1.2",
+            "gbps": gbps, "expected_gbps": expected, "min_fraction": fraction, "retransmits": 12,
+            "basis": "fabric_networks.training.speed_mbps: 1000 Mb/s at MTU 9000", "error": error}
+
+
+def test_probe_throughput_against_the_model(healthy):
+    findings = run(healthy, _probe_expect(throughput=[_measured(0.299)]))[0]
+    [found] = of(findings, "PROBE-003")
+    assert found["severity"] == "fail" and "0.299 Gbit/s, 30% of the 0.99 Gbit/s expected" in found["message"]
+    assert "below 80%" in found["message"] and "12 retransmits" in found["message"]
+    assert of(run(healthy, _probe_expect(throughput=[_measured(0.95)]))[0], "PROBE-003") == []
+    assert of(run(healthy, _probe_expect(throughput=[_measured(0.75)]))[0], "PROBE-003") != []   # 76% < 80%
+    assert of(run(healthy, _probe_expect(throughput=[_measured(0.75, fraction=0.7)]))[0], "PROBE-003") == []
+    unknown = of(run(healthy, _probe_expect(throughput=[_measured(33.1, expected=None)]))[0], "PROBE-003")
+    assert [f["severity"] for f in unknown] == ["info"] and "33.1 Gbit/s measured" in unknown[0]["message"]
+
+
+def test_probe_errors(healthy):
+    expect = _probe_expect(throughput=[_measured(None, error="unable to connect to server: Connection refused")],
+                           missing=["not probed on storage: no address in 198.18.2.0/24 on this host"],
+                           server_errors=[{"bind": "198.18.1.1", "port": 5201, "peer": "n2", "network": "training",
+                                           "error": "iperf3 server on 198.18.1.1 port 5201 exited at once"}],
+                           jumbo_error="Failed to find required executable \"ping\"")
+    messages = [f["message"] for f in of(run(healthy, expect)[0], "PROBE-004")]
+    assert len(messages) == 4
+    assert any("Connection refused" in m for m in messages) and any("no address in 198.18.2.0/24" in m for m in messages)
+    assert any("did not start" in m for m in messages) and any("full-size pings did not run" in m for m in messages)
+
+
+def test_probe_nccl(healthy):
+    missing = {"installed": False, "msg": "all_reduce_perf (nccl-tests) is not installed on this node: NCCL not measured"}
+    absent = run(healthy, _probe_expect(nccl=missing))[0]
+    assert [(f["severity"], f["subject"]) for f in of(absent, "PROBE-005")] == [("info", "nccl-tests")]
+    rows = [{"bytes": 1 << 30, "busbw": 150.0}]
+    low = _probe_expect(nccl={"installed": True, "rows": rows, "max_busbw": 150.0, "avg_busbw": 120.0},
+                        nccl_expected_busbw=370.0, min_fraction=0.8)
+    [found] = of(run(healthy, low)[0], "PROBE-005")
+    assert found["severity"] == "warn" and "150 GB/s" in found["message"] and "41%" in found["message"]
+    fine = _probe_expect(nccl={"installed": True, "rows": rows, "max_busbw": 150.0}, nccl_expected_busbw=160.0)
+    assert of(run(healthy, fine)[0], "PROBE-005") == []
+    broken = _probe_expect(nccl={"installed": True, "rows": [], "error": "exit status 1: NCCL failure"})
+    assert "gave no result: exit status 1" in of(run(healthy, broken)[0], "PROBE-005")[0]["message"]

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._probes import all_pairs, bounded, coverage, plan
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._probes import all_pairs, bounded, coverage, plan, targets
 
 
 def disjoint(rounds):
@@ -55,3 +55,77 @@ def test_plan_kind_and_rounds(n, kind, rounds):
     result = plan(["h%05d" % i for i in range(n)])
     assert (result["kind"], len(result["rounds"])) == (kind, rounds)
     assert result["max_pairs_per_round"] <= n // 2
+
+
+# ---- targets: hand-written facts (the subset probe planning reads: nics with addresses, MTU, speed, bonds) ----
+def _nic(name, ipv4=(), mtu=9000, speed=None, address=None, vlan=None, bond_master=None):
+    return {"name": name, "ipv4": list(ipv4), "ipv6": [], "mtu": mtu, "speed_mbps": speed, "address": address,
+            "vlan": vlan, "bond_master": bond_master}
+
+
+def _host(index, training_mtu=9000, bonded=False, attached=True, address=True):
+    ip = ["198.18.1.%d/24" % index] if address else []
+    if bonded:
+        nics = [_nic("ens1", speed=25000, address="0000:01:00.0", bond_master="bond0"),
+                _nic("ens2", speed=10000, address="0000:01:00.1", bond_master="bond0"),
+                _nic("bond0", speed=35000), _nic("bond0.100", ip, training_mtu, 35000,
+                                                 vlan={"parent": "bond0", "id": 100})]
+    else:
+        nics = [_nic("eth1", ip, training_mtu, 10000, address="0000:02:00.0")]
+    nets = {"training": {"role": "training", "subnet": "198.18.1.0/24", "mtu": 9000,
+                         "vlan": 100 if bonded else None, "speed_mbps": None},
+            "storage": {"role": "storage", "subnet": "198.18.2.0/24", "mtu": None, "vlan": None, "speed_mbps": None}}
+    return {"facts": {"nics": nics}, "networks": nets, "attachments": {"training": "eth1"} if attached else {}}
+
+
+def test_targets_pair_hosts_by_their_real_addresses():
+    inputs = dict(("n%d" % i, _host(i)) for i in range(1, 5))
+    inputs["n5"] = _host(5, address=False)            # attached to training but no address there
+    inputs["n6"] = _host(6, address=False, attached=False)
+    out = targets(inputs)
+    assert out["missing"] == {"n5": ["not probed on training: no address in 198.18.1.0/24 on this host"]}
+    assert out["plans"]["training"] == {"kind": "all_pairs", "hosts": 4, "rounds": 3, "pairs": 6,
+                                        "max_pairs_per_round": 2}
+    assert out["plans"]["storage"]["hosts"] == 0       # nobody has an address in storage
+    pinged = sorted((h, t["peer"]) for h, ts in out["jumbo"].items() for t in ts)
+    assert len(pinged) == 6 and len(set(frozenset(p) for p in pinged)) == 6
+    target = out["jumbo"]["n1"][0]
+    assert target["mtu"] == 9000 and target["source"] == "198.18.1.1" and target["interface"] == "eth1"
+    assert target["interface_mtu"] == 9000 and target["address"] == "198.18.1.%s" % target["peer"][1:]
+    assert len(out["throughput"]) == 3
+    for entries in out["throughput"]:
+        clients = [e for e in entries.values() if e["role"] == "client"]
+        servers = dict((e["bind"], e) for e in entries.values() if e["role"] == "server")
+        assert len(clients) == len(servers) == 2
+        for client in clients:
+            assert client["server"] in servers and client["expected_gbps"] == 9.9  # 10 GbE at MTU 9000: 10 x 8948 / 9038
+            assert client["basis"] == "link speed: 10000 Mb/s at MTU 9000 (fabric_networks.training.mtu)"
+
+
+def test_targets_take_one_bond_leg_and_the_declared_speed():
+    inputs = {"a": _host(1, bonded=True), "b": _host(2, bonded=True)}
+    client = [e for e in targets(inputs)["throughput"][0].values() if e["role"] == "client"][0]
+    # one TCP flow rides one leg: the slower port (10G), not the bond's 35G; a VLAN adds 4 bytes on the wire
+    assert client["speed_mbps"] == 10000 and client["expected_gbps"] == round(10.0 * 8948 / 9042, 3)
+    for host in inputs.values():
+        host["networks"]["training"]["speed_mbps"] = 1000
+    client = [e for e in targets(inputs)["throughput"][0].values() if e["role"] == "client"][0]
+    assert client["speed_mbps"] == 1000 and client["basis"].startswith("fabric_networks.training.speed_mbps")
+
+
+def test_targets_without_known_speed_and_network_selection():
+    inputs = {"a": _host(1), "b": _host(2)}
+    for host in inputs.values():
+        host["facts"]["nics"][0].update(speed_mbps=None, address=None)  # a veth-like interface without speed
+    out = targets(inputs, networks=["training"], throughput_roles=("training",))
+    client = [e for e in out["throughput"][0].values() if e["role"] == "client"][0]
+    assert client["expected_gbps"] is None and client["basis"] == "link speed unknown"
+    assert list(out["plans"]) == ["training"]
+    assert targets(inputs, throughput_roles=())["throughput"] == []
+
+
+def test_targets_switch_to_the_bounded_plan():
+    inputs = dict(("n%03d" % i, _host(i)) for i in range(1, 41))
+    out = targets(inputs, all_pairs_max=32)
+    assert out["plans"]["training"]["kind"] == "bounded" and out["plans"]["training"]["rounds"] == 3
+    assert all(len([e for e in r.values() if e["role"] == "client"]) == 20 for r in out["throughput"])

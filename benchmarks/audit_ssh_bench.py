@@ -1,0 +1,89 @@
+"""Benchmark: the audit over real SSH on 16 / 64 / 128 namespace hosts (tests/nshosts.py), beside
+`ansible -m setup` on the same hosts in the same run, and the audit with probes (full-size pings + iperf3).
+
+Prints wall times, ratios and module round trips per host; asserts nothing. Target from issue 6: audit at most
+1.5x setup. Needs root (network namespaces). Every host runs its own sshd; all share this machine's CPUs, so the
+figures are the controller's and sshd's cost, not a network's.
+
+Run: .venv/bin/python benchmarks/audit_ssh_bench.py [--hosts 16 64 128] [--forks 16] [--no-probes]
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests"))
+
+import conftest  # noqa: E402
+from nshosts import NamespaceHosts, iperf3_processes  # noqa: E402
+
+
+def timed(command, env):
+    start = time.perf_counter()
+    result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - start
+    if result.returncode != 0:
+        print("  %s failed (%d):\n%s\n%s" % (command[0], result.returncode, result.stdout[-1500:], result.stderr[-1500:]))
+    return elapsed, result
+
+
+def bench(count, forks, probes, collections, work):
+    bed = NamespaceHosts(os.path.join(work, "bed%d" % count), count, prefix="gfsb", mgmt_octet=20, train_octet=21)
+    start = time.perf_counter()
+    bed.up()
+    up_s = time.perf_counter() - start
+    try:
+        group = bed.connection_vars()
+        group.update({"fabric_networks": {"training": {"role": "training", "subnet": bed.train_subnet(), "mtu": 9000}},
+                      "fabric_attachments": {"training": "eth1"}, "fabric_audit_fail_on": "never",
+                      "fabric_report_dir": os.path.join(work, "report%d" % count), "fabric_probe_duration": 2})
+        inventory = os.path.join(work, "inventory%d.yml" % count)
+        with open(inventory, "w") as handle:
+            yaml.safe_dump({"all": {"vars": group, "hosts": bed.hostvars()}}, handle)
+        bindir = os.path.dirname(sys.executable)
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_FORKS=str(forks),
+                   ANSIBLE_PIPELINING="1", ANSIBLE_HOST_KEY_CHECKING="0", ANSIBLE_LOCALHOST_WARNING="0",
+                   ANSIBLE_STDOUT_CALLBACK="default")
+        setup_s, _setup = timed([os.path.join(bindir, "ansible"), "all", "-i", inventory, "-m", "setup"], env)
+        audit_s, audit = timed([os.path.join(bindir, "ansible-playbook"), "-i", inventory, "gpuops.fabric.audit"], env)
+        trips = len(re.findall(r"^(?:ok|changed): \[%s\]" % re.escape(bed.names[0]), audit.stdout, re.M))
+        figures = (count, forks, up_s, setup_s, audit_s, audit_s / setup_s, trips)
+        line = ("%4d hosts, forks %d, pipelining: test bed up %.1f s; ansible -m setup %.1f s; audit %.1f s "
+                "(ratio %.2f, %d module round trip(s) per host)" % figures)
+        if probes:
+            probe_s, probed = timed([os.path.join(bindir, "ansible-playbook"), "-i", inventory, "gpuops.fabric.audit",
+                                     "-e", "fabric_probes_enabled=true"], env)
+            plan = re.search(r'"msg": "(training: [^"]*)"', probed.stdout)
+            line += "; audit with probes %.1f s (%s)" % (probe_s, plan.group(1) if plan else "no plan printed")
+            left = [p for p in iperf3_processes() if "198.18.21." in p[1]]
+            line += "; iperf3 left: %d" % len(left)
+        print(line, flush=True)
+    finally:
+        bed.down()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, nargs="+", default=[16, 64, 128])
+    parser.add_argument("--forks", type=int, default=16)
+    parser.add_argument("--no-probes", action="store_true")
+    args = parser.parse_args()
+    work = tempfile.mkdtemp()
+    try:
+        _tarball, collections = conftest.install_collection(work)
+        for count in args.hosts:
+            bench(count, args.forks, not args.no_probes, collections, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

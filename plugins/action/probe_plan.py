@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._intent import validate_networks
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import target_hosts, validated_args
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._probes import targets
+
+ARGUMENT_SPEC = dict(
+    hosts=dict(type="list", elements="str"),
+    networks=dict(type="list", elements="str"),
+    throughput_roles=dict(type="list", elements="str", default=["training", "storage"]),
+    all_pairs_max=dict(type="int", default=32),
+    port=dict(type="int", default=5201),
+    min_fraction=dict(type="float", default=0.8),
+)
+
+
+class ActionModule(ActionBase):
+    """Which host probes which, on which address, in which round: computed once on the controller."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = validated_args("probe_plan", ARGUMENT_SPEC, self._task.args)
+        hosts, hostvars = target_hosts("probe_plan", args["hosts"], task_vars)
+        if not 0 < args["min_fraction"] <= 1:
+            raise AnsibleActionFail("probe_plan: min_fraction: %r must be above 0 and at most 1 (0.8 = 80%% of the "
+                                    "expected goodput)" % args["min_fraction"])
+        if not 1 <= args["port"] <= 65535:
+            raise AnsibleActionFail("probe_plan: port: %r is outside 1..65535" % args["port"])
+        if args["all_pairs_max"] < 2:
+            raise AnsibleActionFail("probe_plan: all_pairs_max: %r must be at least 2" % args["all_pairs_max"])
+        inputs, errors = {}, []
+        for host in hosts:
+            own = hostvars[host]
+            facts = (own.get("ansible_facts") or {}).get("gpuops_fabric")
+            if not facts:
+                continue  # unreachable or failed in the gather step: the audit reports it
+            host_errors = []
+            networks = validate_networks(own.get("fabric_networks"), host_errors, check_overlap=False)
+            errors.extend("%s: %s" % (host, e) for e in host_errors)
+            inputs[host] = {"facts": facts, "networks": networks, "attachments": own.get("fabric_attachments") or {},
+                            "switch": own.get("fabric_switch")}
+        if errors:
+            raise AnsibleActionFail("probe_plan: the network intent is invalid:\n" + "\n".join(errors))
+        known = set(n for i in inputs.values() for n in i["networks"])
+        unknown = sorted(set(args["networks"] or []) - known)
+        if unknown:
+            raise AnsibleActionFail("probe_plan: networks: %s not in any host's fabric_networks (known: %s)"
+                                    % (", ".join(unknown), ", ".join(sorted(known)) or "none"))
+        planned = targets(inputs, args["throughput_roles"], args["networks"], args["all_pairs_max"], args["port"],
+                          args["min_fraction"])
+        result.update(changed=False, **planned)
+        result["msg"] = "; ".join("%s: %d host(s), %s, %d round(s), %d pair(s)" % (
+            name, p["hosts"], p["kind"].replace("_", " "), p["rounds"], p["pairs"])
+            for name, p in sorted(planned["plans"].items())) or "no network with addressed hosts to probe"
+        return result

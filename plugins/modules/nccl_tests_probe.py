@@ -1,0 +1,196 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: nccl_tests_probe
+short_description: Run nccl-tests' all_reduce_perf where it is installed and read its bus bandwidth
+version_added: 0.1.0
+description:
+  - Looks for O(binary) in C(PATH) and the usual build directories of nccl-tests. Where it is not installed the
+    module says so (RV(installed) false) and succeeds; the audit turns that into an informational finding.
+  - Single node by default (C(-g) with the node's GPU count); across nodes with O(launcher), the user's own launcher
+    command line (for example C(mpirun -np 16 -H a:8,b:8 -x NCCL_SOCKET_IFNAME)) put in front of the binary.
+  - Parses the table nccl-tests prints (both layouts, with and without the C(root) column) into bus bandwidth by
+    message size and the C(Avg bus bandwidth) line; bounded by O(timeout).
+author:
+  - gpuops.fabric maintainers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.fabric.attributes
+  - gpuops.fabric.attributes.actiongroup
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Runs the benchmark in check mode too; it changes nothing on the node.
+  diff_mode:
+    support: none
+  idempotent:
+    description: Running the module again changes nothing.
+    support: full
+    details:
+      - Changes nothing; the measurements differ between runs.
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
+options:
+  binary:
+    description: The nccl-tests program (a name looked up in C(PATH) and the usual build directories, or a path).
+    type: str
+    default: all_reduce_perf
+  gpus:
+    description: GPUs per process (C(-g)); default 1 with O(launcher), else the node's GPU count (from C(nvidia-smi -L)).
+    type: int
+  args:
+    description: Size range and iterations.
+    type: list
+    elements: str
+    default: ["-b", "8M", "-e", "1G", "-f", "2"]
+  launcher:
+    description: A command line put in front of the binary to run across nodes (split like a shell would).
+    type: str
+  env:
+    description: Extra environment for the run (for example C(NCCL_DEBUG=INFO)).
+    type: dict
+    default: {}
+  timeout:
+    description: Seconds after which the run is stopped.
+    type: int
+    default: 300
+  search_paths:
+    description: Directories searched after C(PATH).
+    type: list
+    elements: path
+    default: [/usr/local/bin, /opt/nccl-tests/build, /usr/local/nccl-tests/build, /opt/nccl-tests/bin]
+"""
+
+EXAMPLES = r"""
+- name: NCCL all-reduce on this node
+  gpuops.fabric.nccl_tests_probe:
+  register: nccl_tests
+
+- name: Across two nodes with the site's launcher
+  gpuops.fabric.nccl_tests_probe:
+    launcher: mpirun --allow-run-as-root -np 16 -H node-a:8,node-b:8 -x NCCL_SOCKET_IFNAME
+  run_once: true
+"""
+
+RETURN = r"""
+installed:
+  description: Whether the binary was found.
+  returned: always
+  type: bool
+command:
+  description: The command line that ran.
+  returned: when installed
+  type: list
+  elements: str
+rows:
+  description:
+    - One entry per message size (bytes, count, type, redop, root, time_us, algbw, busbw, wrong, in_place);
+      bandwidths in GB/s as nccl-tests prints them.
+  returned: when installed
+  type: list
+  elements: dict
+avg_busbw:
+  description: The C(Avg bus bandwidth) line, GB/s.
+  returned: when installed
+  type: float
+max_busbw:
+  description: The largest out-of-place bus bandwidth of any size, GB/s.
+  returned: when installed
+  type: float
+ranks:
+  description: The ranks nccl-tests listed (rank, host, device, bus, name).
+  returned: when installed
+  type: list
+  elements: dict
+error:
+  description: Why the run gave no table (exit status, timeout), null when it did.
+  returned: when installed
+  type: str
+"""
+
+import os  # noqa: E402  (after the documentation, as Ansible modules are laid out)
+import shlex  # noqa: E402
+import subprocess  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing import parse_nccl_tests  # noqa: E402
+
+
+def find(binary, search_paths):
+    if os.sep in binary:
+        return binary if os.access(binary, os.X_OK) else None
+    for directory in os.environ.get("PATH", "").split(os.pathsep) + list(search_paths):
+        path = os.path.join(directory, binary)
+        if directory and os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def gpu_count(module):
+    smi = module.get_bin_path("nvidia-smi")
+    if not smi:
+        return None
+    rc, out, _err = module.run_command([smi, "-L"])
+    return len([line for line in out.splitlines() if line.startswith("GPU ")]) if rc == 0 else None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            binary=dict(type="str", default="all_reduce_perf"),
+            gpus=dict(type="int"),
+            args=dict(type="list", elements="str", default=["-b", "8M", "-e", "1G", "-f", "2"]),
+            launcher=dict(type="str"),
+            env=dict(type="dict", default={}),
+            timeout=dict(type="int", default=300),
+            search_paths=dict(type="list", elements="path",
+                              default=["/usr/local/bin", "/opt/nccl-tests/build", "/usr/local/nccl-tests/build",
+                                       "/opt/nccl-tests/bin"]),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    if params["timeout"] < 1:
+        module.fail_json(msg="timeout: %r must be at least 1" % params["timeout"])
+    path = find(params["binary"], params["search_paths"])
+    if not path:
+        module.exit_json(changed=False, installed=False,
+                         msg="%s (nccl-tests) is not installed on this node: NCCL not measured" % params["binary"])
+    gpus = params["gpus"]
+    if gpus is None:
+        gpus = 1 if params["launcher"] else gpu_count(module)
+    if not gpus:
+        module.exit_json(changed=False, installed=True, rows=[], avg_busbw=None, max_busbw=None, ranks=[],
+                         command=[], error="no GPU found (nvidia-smi -L)", msg="no GPU found: NCCL not measured")
+    argv = (shlex.split(params["launcher"]) if params["launcher"] else []) + [path] + params["args"] + ["-g", str(gpus)]
+    env = dict(os.environ)
+    env.update(dict((str(k), str(v)) for k, v in params["env"].items()))
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              env=env, timeout=params["timeout"], check=False)
+        output, error = done.stdout.decode("utf-8", "replace"), None
+        if done.returncode != 0:
+            error = "exit status %d: %s" % (done.returncode, output.strip()[-300:])
+    except subprocess.TimeoutExpired as exc:
+        output = (exc.stdout or b"").decode("utf-8", "replace")
+        error = "stopped after %d s" % params["timeout"]
+    parsed = parse_nccl_tests(output)
+    if not parsed["rows"] and not error:
+        error = "no result table in the output: %s" % output.strip()[-300:]
+    msg = ("busbw up to %s GB/s (avg %s)" % (parsed["max_busbw"], parsed["avg_busbw"]) if parsed["rows"]
+           else "nccl-tests gave no result: %s" % error)
+    module.exit_json(changed=False, installed=True, command=argv, error=error, msg=msg, **parsed)
+
+
+if __name__ == "__main__":
+    main()

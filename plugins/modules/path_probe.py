@@ -1,0 +1,223 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: path_probe
+short_description: Check that full-size frames cross the path to peers (ping with the don't-fragment bit)
+version_added: 0.1.0
+description:
+  - For each target, pings with the largest payload the network's MTU allows (MTU - 28 for IPv4, MTU - 48 for IPv6)
+    and the don't-fragment bit set (C(ping -M do)), then with a small payload. A path where the small pings pass and
+    the full-size ones do not has a hop with a smaller MTU (this host's interface, the peer's, or a switch port).
+  - Targets are usually computed by M(gpuops.fabric.probe_plan) (all pairs for small inventories, a bounded plan
+    that covers every host and switch for large ones); the role C(gpuops.fabric.probes) wires them together.
+  - Runs the targets concurrently (O(parallel)); each ping is bounded in time (O(count), O(wait)).
+  - Needs iputils C(ping) on the node (Debian package iputils-ping).
+author:
+  - gpuops.fabric maintainers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.fabric.attributes
+  - gpuops.fabric.attributes.actiongroup
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Sends pings in check mode too; it changes nothing on any host.
+  diff_mode:
+    support: none
+  idempotent:
+    description: Running the module again changes nothing.
+    support: full
+    details:
+      - Changes nothing; the measurements themselves can differ between runs.
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
+options:
+  targets:
+    description: The peers to ping.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      peer:
+        description: The peer's inventory name (for the report).
+        type: str
+        required: true
+      address:
+        description: The peer's address on the network.
+        type: str
+        required: true
+      network:
+        description: The network's name (for the report).
+        type: str
+        required: true
+      mtu:
+        description: The network's MTU; the payload is MTU - 28 (IPv4) or MTU - 48 (IPv6).
+        type: int
+        required: true
+      source:
+        description: This host's address on the network (C(ping -I)).
+        type: str
+      interface:
+        description: This host's interface holding O(targets[].source) (passed through for the report).
+        type: str
+      interface_mtu:
+        description: Its MTU as gathered (passed through for the report).
+        type: int
+      peer_interface:
+        description: The peer's interface holding O(targets[].address) (passed through for the report).
+        type: str
+      peer_mtu:
+        description: Its MTU as gathered (passed through for the report).
+        type: int
+  count:
+    description: Full-size pings per target (small pings are as many).
+    type: int
+    default: 3
+  wait:
+    description: Seconds to wait for each reply.
+    type: float
+    default: 1.0
+  parallel:
+    description: Targets pinged at once.
+    type: int
+    default: 8
+"""
+
+EXAMPLES = r"""
+- name: Full-size frames to two peers on the training network
+  gpuops.fabric.path_probe:
+    targets:
+      - {peer: node-b, address: 198.18.1.2, network: training, mtu: 9000, source: 198.18.1.1}
+      - {peer: node-c, address: 198.18.1.3, network: training, mtu: 9000, source: 198.18.1.1}
+  register: jumbo
+"""
+
+RETURN = r"""
+probes:
+  description: One entry per target, in the order given.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    peer:
+      description: The peer's inventory name.
+      type: str
+    network:
+      description: The network's name.
+      type: str
+    address:
+      description: The peer's address.
+      type: str
+    source:
+      description: This host's address used as source, if given.
+      type: str
+    mtu:
+      description: The network's MTU.
+      type: int
+    payload:
+      description: The ICMP payload of the full-size pings (bytes).
+      type: int
+    status:
+      description:
+        - C(ok) every full-size ping answered; C(loss) some lost; C(mtu) full-size pings fail where small ones pass
+          (or this host refuses to send them); C(unreachable) small pings fail too; C(error) ping could not run.
+      type: str
+      sample: mtu
+    jumbo:
+      description: Counts of the full-size pings (sent, received, errors, local_error as ping printed it).
+      type: dict
+    small:
+      description: Counts of the small pings.
+      type: dict
+  sample:
+    - peer: node-b
+      network: training
+      address: 198.18.1.2
+      source: 198.18.1.1
+      mtu: 9000
+      payload: 8972
+      status: mtu
+      jumbo: {sent: 3, received: 0, errors: 0, local_error: null}
+      small: {sent: 3, received: 3, errors: 0, local_error: null}
+"""
+
+import ipaddress  # noqa: E402  (after the documentation, as Ansible modules are laid out)
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing import (  # noqa: E402
+    judge_ping,
+    parse_ping,
+    payload,
+    ping_argv,
+)
+
+
+def probe(module, ping, target):
+    try:
+        version = ipaddress.ip_address(target["address"]).version
+    except ValueError:
+        return dict(target, payload=None, status="error", jumbo={}, small={},
+                    error="address %r is not an IP address" % target["address"])
+    size = payload(target["mtu"], version)
+    out = {}
+    for kind, length in (("jumbo", size), ("small", 56)):
+        argv = ping_argv(ping, target["address"], length, version, module.params["count"], module.params["wait"],
+                         target.get("source"))
+        _rc, stdout, stderr = module.run_command(argv)
+        out[kind] = parse_ping(stdout + "\n" + stderr)
+        if out[kind]["sent"] is None:
+            out[kind]["output"] = (stdout + stderr).strip()[-300:]
+    return dict(target, payload=size, status=judge_ping(out["jumbo"], out["small"]), jumbo=out["jumbo"],
+                small=out["small"])
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            targets=dict(type="list", elements="dict", required=True, options=dict(
+                peer=dict(type="str", required=True),
+                address=dict(type="str", required=True),
+                network=dict(type="str", required=True),
+                mtu=dict(type="int", required=True),
+                source=dict(type="str"),
+                interface=dict(type="str"),
+                interface_mtu=dict(type="int"),
+                peer_interface=dict(type="str"),
+                peer_mtu=dict(type="int"),
+            )),
+            count=dict(type="int", default=3),
+            wait=dict(type="float", default=1.0),
+            parallel=dict(type="int", default=8),
+        ),
+        supports_check_mode=True,
+    )
+    for index, target in enumerate(module.params["targets"]):
+        if not 68 <= target["mtu"] <= 65535:
+            module.fail_json(msg="targets[%d].mtu: %r is outside 68..65535" % (index, target["mtu"]))
+    if module.params["count"] < 1 or module.params["parallel"] < 1 or module.params["wait"] <= 0:
+        module.fail_json(msg="count and parallel must be at least 1 and wait above 0 (got count=%r, parallel=%r, "
+                             "wait=%r)" % (module.params["count"], module.params["parallel"], module.params["wait"]))
+    targets = module.params["targets"]
+    if not targets:
+        module.exit_json(changed=False, probes=[], msg="no targets")
+    ping = module.get_bin_path("ping", required=True)
+    with ThreadPoolExecutor(max_workers=min(module.params["parallel"], len(targets))) as pool:
+        probes = list(pool.map(lambda t: probe(module, ping, t), targets))
+    bad = [p for p in probes if p["status"] != "ok"]
+    module.exit_json(changed=False, probes=probes,
+                     msg="%d of %d path(s) carry full-size frames" % (len(probes) - len(bad), len(probes)))
+
+
+if __name__ == "__main__":
+    main()

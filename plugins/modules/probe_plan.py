@@ -1,0 +1,95 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: probe_plan
+short_description: Plan the path and throughput probes of an inventory (who probes whom, in which round)
+version_added: 0.1.0
+description:
+  - For each network in C(fabric_networks), finds each host's address in the network's subnet in its gathered
+    C(gpuops_fabric) facts (the addresses the hosts really have, not the ones the intent promises), then pairs the
+    hosts; all pairs up to O(all_pairs_max) hosts, else a bounded plan of 3 rounds (5 with an odd count) that still
+    has every host as client and server and, when hosts set C(fabric_switch), crosses every switch.
+  - RV(jumbo) lists, per host, the peers to ping with full-size frames (M(gpuops.fabric.path_probe)).
+  - RV(throughput) is a list of rounds of disjoint pairs for M(gpuops.fabric.throughput_probe), on the networks
+    whose role is in O(throughput_roles). Each client entry carries the goodput the bandwidth model expects, that is
+    C(ethernet_goodput) of the link speed at the network's MTU. The speed is C(fabric_networks.<name>.speed_mbps)
+    when set, else the slower end's link speed, taking one bond leg (one TCP flow rides one leg).
+  - Hosts attached to a network (C(fabric_attachments)) without an address in it are listed in RV(missing).
+  - This is an action plugin; the module file only carries its documentation.
+author:
+  - gpuops.fabric maintainers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.fabric.attributes
+  - gpuops.fabric.attributes.controller_action
+  - gpuops.fabric.attributes.actiongroup
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Computes only.
+options:
+  hosts:
+    description: The hosts to plan for; default all hosts of the play. Hosts without gathered facts are left out.
+    type: list
+    elements: str
+  networks:
+    description: The networks to probe; default every network in C(fabric_networks).
+    type: list
+    elements: str
+  throughput_roles:
+    description: Network roles measured with iperf3.
+    type: list
+    elements: str
+    default: [training, storage]
+  all_pairs_max:
+    description: Up to this many hosts on a network, probe every pair; above it, the bounded plan.
+    type: int
+    default: 32
+  port:
+    description: TCP port of the iperf3 servers.
+    type: int
+    default: 5201
+  min_fraction:
+    description: A measurement below this fraction of the expected goodput is a finding (PROBE-003).
+    type: float
+    default: 0.8
+"""
+
+EXAMPLES = r"""
+- name: Plan the probes
+  gpuops.fabric.probe_plan:
+    hosts: "{{ ansible_play_hosts }}"
+  run_once: true
+  delegate_to: localhost
+  register: fabric_probe_plan
+"""
+
+RETURN = r"""
+jumbo:
+  description: Per host, the targets of its full-size pings (peer, address, network, mtu, source).
+  returned: always
+  type: dict
+throughput:
+  description:
+    - Rounds; each maps host to its part, C(role) server (bind, port) or client (bind, server, port, expected_gbps,
+      speed_mbps, mtu, min_fraction, basis).
+  returned: always
+  type: list
+  elements: dict
+missing:
+  description: Per host, networks it is attached to but has no address in.
+  returned: always
+  type: dict
+plans:
+  description: Per network, the kind of plan, hosts, rounds, pairs and the most pairs in one round.
+  returned: always
+  type: dict
+  sample: {training: {kind: all_pairs, hosts: 4, rounds: 3, pairs: 6, max_pairs_per_round: 2}}
+"""

@@ -1,0 +1,166 @@
+"""Probes over real SSH between namespace hosts (tests/nshosts.py): four hosts on a 9000-byte training network, one
+of them at MTU 1500, links shaped with tc tbf to 1 Gbit/s and one to 300 Mbit/s on a network declared 1GbE.
+
+The audit with probes must name the 1500 host in every failing jumbo pair, judge the 1 Gbit/s links against the
+1GbE expectation (pass) and report the 300 Mbit/s one, leave no iperf3 behind (also when interrupted), and change
+nothing (it runs in --check here)."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+import yaml
+
+from conftest import REPO, recap
+from nshosts import NamespaceHosts, iperf3_processes
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root (CI runs as root)")
+
+PREFIX = "gfpt"
+MGMT, TRAIN = 10, 11
+
+
+def ours():
+    """iperf3 processes of this test bed (the machine may run others)."""
+    return [p for p in iperf3_processes() if "198.18.%d." % TRAIN in p[1]]
+
+
+@pytest.fixture(scope="module")
+def testbed(tmp_path_factory):
+    bed = NamespaceHosts(str(tmp_path_factory.mktemp("nshosts")), 4, prefix=PREFIX, mgmt_octet=MGMT, train_octet=TRAIN)
+    bed.up()
+    bed.set_mtu(3, 1500)          # a host left at 1500 on a 9000 network
+    bed.shape(1, "1gbit")
+    bed.shape(2, "1gbit")
+    bed.shape(4, "300mbit")       # a "1GbE" link giving 300 Mbit/s
+    yield bed
+    bed.down()
+
+
+def inventory(bed, tmp_path, **extra):
+    group = bed.connection_vars()
+    group.update({
+        "fabric_networks": {"training": {"role": "training", "subnet": bed.train_subnet(), "mtu": 9000,
+                                         "speed_mbps": 1000}},
+        "fabric_attachments": {"training": "eth1"},
+        "fabric_audit_fail_on": "never",
+        "fabric_report_dir": str(tmp_path / "report"),
+        "fabric_probe_duration": 2,
+    })
+    group.update(extra)
+    path = tmp_path / "inventory.yml"
+    path.write_text(yaml.safe_dump({"all": {"vars": group, "hosts": bed.hostvars()}}))
+    return str(path)
+
+
+def audit_argv(inv, *args):
+    return ["ansible-playbook", "-i", inv, os.path.join(REPO, "playbooks", "audit.yml")] + list(args)
+
+
+def audit(env, inv, *args):
+    return subprocess.run(audit_argv(inv, *args), env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"),
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_probes_find_the_mtu_and_the_slow_link(ansible_env, testbed, tmp_path):
+    inv = inventory(testbed, tmp_path)
+    done = audit(ansible_env, inv, "--check", "--tags", "probes")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    for name in testbed.names:
+        assert recap(done.stdout, name)["changed"] == "0"
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    findings = report["findings"]
+    bad_host = testbed.names[2]
+    slow_host = testbed.names[3]
+
+    jumbo = [f for f in findings if f["id"] == "PROBE-001"]
+    assert len(jumbo) == 3, [f["message"] for f in jumbo]  # the three pairs with the 1500 host, no other
+    for f in jumbo:
+        assert bad_host in (f["host"], f["evidence"]["peer"])
+        assert "%s fails with every peer" % bad_host in f["message"]
+        assert "8972-byte" in f["message"]
+    assert any("%s's eth1 has MTU 1500" % bad_host in f["message"] for f in jumbo)
+
+    slow = [f for f in findings if f["id"] == "PROBE-003"]
+    assert slow and all(slow_host in (f["host"], f["evidence"]["peer"]) for f in slow), [f["message"] for f in slow]
+    for f in slow:
+        assert 0.2 < f["evidence"]["gbps"] < 0.35 and f["evidence"]["expected_gbps"] == 0.99
+
+    measured = [m for m in report["measurements"] if m["kind"] == "throughput"]
+    assert len(measured) == 6  # all pairs of 4 hosts, each measured once
+    between = [m for m in measured if {m["host"], m["peer"]} == set(testbed.names[:2])]
+    assert len(between) == 1 and 0.85 < between[0]["gbps"] <= 1.0  # tbf 1gbit, judged against 1GbE: passes
+    assert not [f for f in findings if f["id"] in ("PROBE-002", "PROBE-004")]
+    assert ours() == []  # no server or client left behind
+    assert "Measured throughput" in (tmp_path / "report" / "report.md").read_text()
+
+
+def test_probes_are_opt_in(ansible_env, testbed, tmp_path):
+    done = audit(ansible_env, inventory(testbed, tmp_path))
+    assert done.returncode == 0, done.stdout[-3000:]
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert report["measurements"] == []
+    for host in testbed.names:
+        assert report["outcomes"][host]["PROBE-003"]["status"] == "not_applicable"
+    assert "one-off iperf3 server" not in done.stdout and "Probe with full-size pings" in done.stdout
+
+
+def test_a_server_nobody_stops_ends_on_its_own(ansible_env, testbed, tmp_path):
+    """What an interrupted controller leaves: a started server whose client never came and no stop step."""
+    inv = inventory(testbed, tmp_path)
+    started = subprocess.run(
+        ["ansible", "-i", inv, testbed.names[1], "-m", "gpuops.fabric.throughput_probe",
+         "-a", "mode=server bind=%s lifetime=3" % testbed.train_address(2)],
+        env=ansible_env, capture_output=True, text=True, timeout=120, check=False)
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert len(ours()) == 1
+    deadline = time.time() + 10
+    while ours() and time.time() < deadline:
+        time.sleep(0.2)
+    assert ours() == []
+
+
+def test_interrupted_play_leaves_no_iperf3(ansible_env, testbed, tmp_path):
+    inv = inventory(testbed, tmp_path, fabric_probe_duration=6, fabric_probe_server_lifetime=10,
+                    fabric_probes=["throughput"])
+    proc = subprocess.Popen(audit_argv(inv, "-e", "fabric_probes_enabled=true"), env=ansible_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while not ours() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert ours(), "no iperf3 ever started"
+        time.sleep(1)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal sends to the foreground group
+        proc.wait(timeout=60)
+        interrupted = time.time()
+        while ours() and time.time() < interrupted + 20:
+            time.sleep(0.2)
+        assert ours() == [], "left running 20 s after the interrupt: %s" % ours()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_a_taken_port_is_named(ansible_env, testbed, tmp_path):
+    """Another program on the probe port of the test address: the server start fails and says why."""
+    host, address = testbed.names[1], testbed.train_address(2)
+    squatter = subprocess.Popen(["ip", "netns", "exec", host, "python3", "-c",
+                                 "import socket, time; s = socket.socket(); "
+                                 "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('%s', 5201)); s.listen(1); "
+                                 "time.sleep(60)" % address])
+    try:
+        time.sleep(0.5)
+        done = subprocess.run(
+            ["ansible", "-i", inventory(testbed, tmp_path), host, "-m", "gpuops.fabric.throughput_probe",
+             "-a", "mode=server bind=%s lifetime=5" % address],
+            env=ansible_env, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode != 0
+        assert "did not start" in done.stdout and "Address already in use" in done.stdout, done.stdout
+        assert ours() == []
+    finally:
+        squatter.kill()
+        squatter.wait()

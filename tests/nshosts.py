@@ -1,0 +1,215 @@
+"""Many test hosts on one machine: one network namespace per host, each with its own sshd, reached by Ansible over
+real SSH. Used by the probe tests and by benchmarks/audit_scale_bench.py.
+
+Every host has two links into two bridges in the root namespace:
+- eth0, management, 198.18.<mgmt_octet>.<i>/24 (bridge <prefix>m, .254): what Ansible connects to.
+- eth1, training, 198.18.<train_octet>.<i>/24 at MTU 9000 (bridge <prefix>t, no address): what probes measure.
+  A link is shaped with ``tc tbf`` on both of its ends (the host's eth1 and the bridge's port towards it).
+
+The hosts share the machine's filesystem, processes and Python; only the network stack and the hostname are their
+own. No default route. Run as root. Addresses are in the benchmark range 198.18.0.0/15 only.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+
+SSHD = "/usr/sbin/sshd"
+
+
+def sh(*args, check=True):
+    return subprocess.run(args, check=check, capture_output=True, text=True)
+
+
+class NamespaceHosts:
+    def __init__(self, work, count, prefix="gfns", mgmt_octet=0, train_octet=1, train_mtu=9000):
+        if not 1 <= count <= 250:
+            raise ValueError("count %r: 1..250 hosts" % count)
+        self.work = str(work)
+        self.count = count
+        self.prefix = prefix
+        self.mgmt_octet = mgmt_octet
+        self.train_octet = train_octet
+        self.train_mtu = train_mtu
+        self.names = ["%s%d" % (prefix, i) for i in range(1, count + 1)]
+        self.key = os.path.join(self.work, "id_ed25519")
+
+    # -- addresses -------------------------------------------------------------------------------------------
+    def mgmt_address(self, index):
+        return "198.18.%d.%d" % (self.mgmt_octet, index)
+
+    def train_address(self, index):
+        return "198.18.%d.%d" % (self.train_octet, index)
+
+    def train_subnet(self):
+        return "198.18.%d.0/24" % self.train_octet
+
+    # -- life cycle ------------------------------------------------------------------------------------------
+    def up(self):
+        self.down()  # a run that was killed may have left its namespaces
+        os.makedirs(self.work, exist_ok=True)
+        os.makedirs("/run/sshd", exist_ok=True)
+        if not os.path.exists(self.key):
+            sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", self.key)
+            sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(self.work, "host_key"))
+        shutil.copy(self.key + ".pub", os.path.join(self.work, "authorized_keys"))
+        mbr, tbr = self.prefix + "m", self.prefix + "t"
+        sh("ip", "link", "add", mbr, "type", "bridge")
+        sh("ip", "addr", "add", self.mgmt_address(254) + "/24", "dev", mbr)
+        sh("ip", "link", "set", mbr, "up")
+        sh("ip", "link", "add", tbr, "type", "bridge")
+        sh("ip", "link", "set", tbr, "mtu", str(self.train_mtu), "up")
+        for index, name in enumerate(self.names, 1):
+            sh("ip", "netns", "add", name)
+            sh("ip", "-n", name, "link", "set", "lo", "up")
+            for kind, bridge, address, mtu in (("m", mbr, self.mgmt_address(index), 1500),
+                                               ("t", tbr, self.train_address(index), self.train_mtu)):
+                outer, inner = "%s%s%d" % (self.prefix, kind, index), "eth0" if kind == "m" else "eth1"
+                sh("ip", "link", "add", outer, "mtu", str(mtu), "type", "veth", "peer", "name", inner,
+                   "mtu", str(mtu), "netns", name)
+                sh("ip", "link", "set", outer, "master", bridge, "up")
+                sh("ip", "-n", name, "addr", "add", address + "/24", "dev", inner)
+                sh("ip", "-n", name, "link", "set", inner, "up")
+            self._sshd(index, name)
+        self.wait_ssh()
+        return self
+
+    def _sshd(self, index, name):
+        conf = os.path.join(self.work, "sshd_%s.conf" % name)
+        with open(conf, "w") as handle:
+            handle.write("\n".join([
+                "ListenAddress %s" % self.mgmt_address(index),
+                "HostKey %s" % os.path.join(self.work, "host_key"),
+                "PidFile %s" % os.path.join(self.work, "sshd_%s.pid" % name),
+                "AuthorizedKeysFile %s" % os.path.join(self.work, "authorized_keys"),
+                "PermitRootLogin prohibit-password",
+                "PasswordAuthentication no",
+                "UsePAM no", "StrictModes no", "UseDNS no",
+                "MaxStartups 200:30:400", "MaxSessions 50",
+                "Subsystem sftp internal-sftp", ""]))
+        sh("ip", "netns", "exec", name, "unshare", "--uts", "sh", "-c", "hostname %s; exec %s -f %s" % (name, SSHD, conf))
+
+    def wait_ssh(self, timeout=30):
+        deadline = time.time() + timeout
+        for index in range(1, self.count + 1):
+            while True:
+                try:
+                    socket.create_connection((self.mgmt_address(index), 22), timeout=1).close()
+                    break
+                except OSError:
+                    if time.time() > deadline:
+                        raise RuntimeError("sshd of %s did not come up" % self.names[index - 1])
+                    time.sleep(0.1)
+
+    def down(self):
+        for name in self._existing():
+            pidfile = os.path.join(self.work, "sshd_%s.pid" % name)
+            try:
+                with open(pidfile) as handle:
+                    os.kill(int(handle.read().strip()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+            # whatever still runs in the namespace (an sshd from a run whose work directory is gone)
+            pids = sh("ip", "netns", "pids", name, check=False).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+            sh("ip", "netns", "del", name, check=False)
+        # Deleting one end of a veth pair removes both at once. Left to the namespace's teardown, the bridge-side
+        # ends linger until the kernel gets round to it (seen: minutes), and a test bed reusing the names fails.
+        for line in sh("ip", "-o", "link", "show", check=False).stdout.splitlines():
+            link = line.split(":")[1].strip().split("@")[0] if ":" in line else ""
+            rest = link[len(self.prefix) + 1:]
+            if link.startswith(self.prefix) and link[len(self.prefix):len(self.prefix) + 1] in ("m", "t") and rest.isdigit():
+                sh("ip", "link", "del", link, check=False)
+        for bridge in (self.prefix + "m", self.prefix + "t"):
+            sh("ip", "link", "del", bridge, check=False)
+
+    def _existing(self):
+        listed = sh("ip", "netns", "list", check=False).stdout.split("\n")
+        names = [line.split()[0] for line in listed if line.strip()]
+        return [n for n in names if n.startswith(self.prefix) and n[len(self.prefix):].isdigit()]
+
+    # -- faults ----------------------------------------------------------------------------------------------
+    def shape(self, index, rate):
+        """Shape host ``index``'s training link to ``rate`` (tc syntax, e.g. '1gbit') in both directions."""
+        name = self.names[index - 1]
+        for args in (("ip", "netns", "exec", name, "tc"), ("tc",)):
+            dev = "eth1" if len(args) > 1 else "%st%d" % (self.prefix, index)
+            sh(*(args + ("qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst", "256kb",
+                         "latency", "50ms")))
+
+    def set_mtu(self, index, mtu):
+        """The host's own training interface at ``mtu`` (the bridge side stays as it is)."""
+        sh("ip", "-n", self.names[index - 1], "link", "set", "eth1", "mtu", str(mtu))
+
+    # -- Ansible ---------------------------------------------------------------------------------------------
+    def hostvars(self):
+        return dict((name, {"ansible_host": self.mgmt_address(index)}) for index, name in enumerate(self.names, 1))
+
+    def connection_vars(self):
+        return {
+            "ansible_user": "root",
+            "ansible_ssh_private_key_file": self.key,
+            "ansible_ssh_common_args": "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+                                       "-o LogLevel=ERROR",
+            "ansible_python_interpreter": "/usr/bin/python3",
+        }
+
+
+def iperf3_processes():
+    """PIDs and command lines of every iperf3 process on the machine (the hosts share one process table)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and os.path.basename(argv[0].decode(errors="replace")) == "iperf3":
+            found.append((int(pid), b" ".join(argv).decode(errors="replace").strip()))
+    return found
+
+
+def main(argv=None):
+    """Command line for molecule's create/destroy playbooks and for trying things by hand:
+    nshosts.py up --work DIR --count N [--prefix P] [--mgmt-octet A] [--train-octet B] --inventory FILE [--vars FILE]
+    nshosts.py down --work DIR [--prefix P]"""
+    import argparse
+    import json
+    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    parser.add_argument("action", choices=["up", "down"])
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--count", type=int, default=2)
+    parser.add_argument("--prefix", default="gfns")
+    parser.add_argument("--mgmt-octet", type=int, default=0)
+    parser.add_argument("--train-octet", type=int, default=1)
+    parser.add_argument("--inventory", help="write an Ansible inventory (YAML) of the hosts here")
+    parser.add_argument("--vars", help="a YAML (or JSON) file of group variables to add to the inventory")
+    args = parser.parse_args(argv)
+    bed = NamespaceHosts(args.work, args.count, prefix=args.prefix, mgmt_octet=args.mgmt_octet,
+                         train_octet=args.train_octet)
+    if args.action == "down":
+        bed.down()
+        return
+    bed.up()
+    if args.inventory:
+        group = bed.connection_vars()
+        group["fabric_test_subnet"] = bed.train_subnet()
+        if args.vars:
+            import yaml
+            with open(args.vars) as handle:
+                group.update(yaml.safe_load(handle) or {})
+        with open(args.inventory, "w") as handle:
+            json.dump({"all": {"vars": group, "hosts": bed.hostvars()}}, handle, indent=1)
+
+
+if __name__ == "__main__":
+    main()
