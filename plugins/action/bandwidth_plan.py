@@ -10,11 +10,10 @@ import json
 import os
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import ModelError
 from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import training_interface
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import target_hosts, validated_args
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planner import by_link_speed, chart, node_paths, scaling, table
 
@@ -31,16 +30,13 @@ ARGUMENT_SPEC = dict(
 )
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
     """Name each GPU's bottleneck to the network and predict the allreduce time per step, on the controller."""
 
-    TRANSFERS_FILES = False
-    _requires_connection = False
+    NAME = "bandwidth_plan"
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        task_vars = task_vars or {}
-        args = validated_args("bandwidth_plan", ARGUMENT_SPEC, self._task.args)
+    def compute(self, result, args, task_vars):
         if args["gradient_bytes"] <= 0:
             raise AnsibleActionFail("bandwidth_plan: gradient_bytes: %r must be above 0" % args["gradient_bytes"])
         if args["nodes"] < 2:

@@ -7,7 +7,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import (
     MODES,
@@ -16,7 +15,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import (
     topology_xml,
     training_interface,
 )
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import validated_args
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction
 
 ARGUMENT_SPEC = dict(
     mode=dict(type="str", choices=list(MODES), default="tcp"),
@@ -28,16 +27,13 @@ ARGUMENT_SPEC = dict(
 )
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
     """Derive this host's NCCL environment from its facts and network intent, on the controller."""
 
-    TRANSFERS_FILES = False
-    _requires_connection = False
+    NAME = "nccl_env"
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        task_vars = task_vars or {}
-        args = validated_args("nccl_env", ARGUMENT_SPEC, self._task.args)
+    def compute(self, result, args, task_vars):
         host = str(task_vars.get("inventory_hostname", "node"))
         facts = args["facts"]
         if facts is None:

@@ -9,7 +9,6 @@ __metaclass__ = type
 import os
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._intent import (
     IntentError,
@@ -19,7 +18,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._intent import (
     validate_networks,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._renderers import RENDERERS
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import target_hosts, validated_args
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
 
 ARGUMENT_SPEC = dict(
@@ -29,16 +28,13 @@ ARGUMENT_SPEC = dict(
 )
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
     """Validate the network intent of every host on the controller, address it, and render the files."""
 
-    TRANSFERS_FILES = False
-    _requires_connection = False
+    NAME = "network_intent"
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        task_vars = task_vars or {}
-        args = validated_args("network_intent", ARGUMENT_SPEC, self._task.args)
+    def compute(self, result, args, task_vars):
         # Plain strings: host names go into the allocation file.
         hosts, hostvars = target_hosts("network_intent", args["hosts"], task_vars)
 

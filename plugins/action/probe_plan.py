@@ -7,10 +7,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._intent import validate_networks
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import target_hosts, validated_args
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._probes import targets
 
 ARGUMENT_SPEC = dict(
@@ -23,16 +22,13 @@ ARGUMENT_SPEC = dict(
 )
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
     """Which host probes which, on which address, in which round: computed once on the controller."""
 
-    TRANSFERS_FILES = False
-    _requires_connection = False
+    NAME = "probe_plan"
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        task_vars = task_vars or {}
-        args = validated_args("probe_plan", ARGUMENT_SPEC, self._task.args)
+    def compute(self, result, args, task_vars):
         hosts, hostvars = target_hosts("probe_plan", args["hosts"], task_vars)
         if not 0 < args["min_fraction"] <= 1:
             raise AnsibleActionFail("probe_plan: min_fraction: %r must be above 0 and at most 1 (0.8 = 80%% of the "

@@ -10,12 +10,11 @@ import datetime
 import os
 
 from ansible.errors import AnsibleActionFail
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._audit import exceeds_policy, run_audit, validate_inputs
 from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import unified
 from ansible_collections.gpuops.fabric.plugins.module_utils._report import FILENAMES, FORMATS, RENDERERS
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import target_hosts, validated_args
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
 
 ARGUMENT_SPEC = dict(
@@ -29,16 +28,13 @@ ARGUMENT_SPEC = dict(
 )
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
     """Evaluate the rule catalog over every host's facts, once, on the controller."""
 
-    TRANSFERS_FILES = False
-    _requires_connection = False
+    NAME = "validate"
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        task_vars = task_vars or {}
-        args = validated_args("validate", ARGUMENT_SPEC, self._task.args)
+    def compute(self, result, args, task_vars):
         hosts, hostvars = target_hosts("validate", args["hosts"], task_vars)
         try:
             today = (datetime.datetime.strptime(args["today"], "%Y-%m-%d").date() if args["today"]

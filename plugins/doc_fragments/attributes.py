@@ -70,6 +70,27 @@ attributes:
     support: full
 """
 
+    # For the probe modules: they send traffic and start transient processes, but change no configuration.
+    PROBE = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Probes in check mode too; it sends traffic but changes nothing on any host.
+  diff_mode:
+    support: none
+  idempotent:
+    description: Running the module again changes nothing.
+    support: full
+    details:
+      - Changes no configuration; measurements differ between runs.
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
+"""
+
     ACTIONGROUP = r"""
 options: {}
 attributes:

@@ -67,14 +67,24 @@ def nic_by_name(facts, name):
     return None
 
 
-def ports_under(facts, name):
-    """The physical ports (those with a PCI address) under an interface: a VLAN's parent's, a bond's members, or
-    the interface itself."""
+def _below_vlans(facts, name, keep_last=False):
+    """The interface under ``name``'s VLANs (``name`` itself when it is no VLAN). A VLAN whose parent is missing
+    from the facts gives None, or with ``keep_last`` the last interface found."""
     nic = nic_by_name(facts, name)
     seen = set()
     while nic is not None and nic.get("vlan") and nic["name"] not in seen:
         seen.add(nic["name"])
-        nic = nic_by_name(facts, nic["vlan"]["parent"])
+        parent = nic_by_name(facts, nic["vlan"]["parent"])
+        if parent is None and keep_last:
+            break
+        nic = parent
+    return nic
+
+
+def ports_under(facts, name):
+    """The physical ports (those with a PCI address) under an interface: a VLAN's parent's, a bond's members, or
+    the interface itself."""
+    nic = _below_vlans(facts, name)
     if nic is None:
         return []
     members = [n for n in facts.get("nics") or [] if n.get("bond_master") == nic["name"]]
@@ -85,14 +95,7 @@ def ports_under(facts, name):
 
 def _link_speed(facts, iface):
     """(speed, bond legs) under an interface: a VLAN's parent, a bond's own speed (the sum the kernel reports)."""
-    nic = nic_by_name(facts, iface)
-    seen = set()
-    while nic is not None and nic.get("vlan") and nic["name"] not in seen:
-        seen.add(nic["name"])
-        parent = nic_by_name(facts, nic["vlan"]["parent"])
-        if parent is None:
-            break
-        nic = parent
+    nic = _below_vlans(facts, iface, keep_last=True)
     if nic is None:
         return None, 0
     legs = len([n for n in facts.get("nics") or [] if n.get("bond_master") == nic["name"]])

@@ -22,23 +22,8 @@ author:
   - gpuops.fabric maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.fabric.attributes
+  - gpuops.fabric.attributes.probe
   - gpuops.fabric.attributes.actiongroup
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Runs the benchmark in check mode too; it changes nothing on the node.
-  diff_mode:
-    support: none
-  idempotent:
-    description: Running the module again changes nothing.
-    support: full
-    details:
-      - Changes nothing; the measurements differ between runs.
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 options:
   binary:
     description: The nccl-tests program (a name looked up in C(PATH) and the usual build directories, or a path).

@@ -23,23 +23,8 @@ author:
   - gpuops.fabric maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.fabric.attributes
+  - gpuops.fabric.attributes.probe
   - gpuops.fabric.attributes.actiongroup
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Sends pings in check mode too; it changes nothing on any host.
-  diff_mode:
-    support: none
-  idempotent:
-    description: Running the module again changes nothing.
-    support: full
-    details:
-      - Changes nothing; the measurements themselves can differ between runs.
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 options:
   targets:
     description: The peers to ping.

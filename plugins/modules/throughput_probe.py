@@ -22,28 +22,13 @@ description:
     Only processes recorded in its pid files that still are C(timeout)/C(iperf3) are signalled.
   - The role C(gpuops.fabric.probes) runs these in rounds of disjoint pairs from M(gpuops.fabric.probe_plan) and
     stops the servers in an C(always) section.
-  - Needs C(iperf3) and coreutils C(timeout) on the node.
+  - Needs C(iperf3), coreutils C(timeout) and util-linux C(setsid) on the node.
 author:
   - gpuops.fabric maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.fabric.attributes
+  - gpuops.fabric.attributes.probe
   - gpuops.fabric.attributes.actiongroup
-attributes:
-  check_mode:
-    support: full
-    details:
-      - Measures in check mode too; a server is a transient process and no configuration changes.
-  diff_mode:
-    support: none
-  idempotent:
-    description: Running the module again changes nothing.
-    support: full
-    details:
-      - Changes no configuration; the measurements differ between runs.
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 options:
   mode:
     description: Start a server, measure as a client, or stop servers.

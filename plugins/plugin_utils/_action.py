@@ -11,6 +11,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
 
 
 def validated_args(name, spec, args):
@@ -29,3 +30,22 @@ def target_hosts(name, hosts, task_vars):
         if host not in hostvars:
             raise AnsibleActionFail("%s: hosts: %r is not in the inventory" % (name, host))
     return hosts, hostvars
+
+
+class ControllerAction(ActionBase):
+    """An action that computes on the controller only (no connection to the host, no files sent). Subclasses set
+    NAME and ARGUMENT_SPEC and implement ``compute(result, args, task_vars)``, which gets the validated arguments."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    NAME = None
+    ARGUMENT_SPEC = {}
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ControllerAction, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = validated_args(self.NAME, self.ARGUMENT_SPEC, self._task.args)
+        return self.compute(result, args, task_vars)
+
+    def compute(self, result, args, task_vars):
+        raise NotImplementedError
