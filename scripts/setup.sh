@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(hwloc python3-venv git shellcheck chromium iproute2 netplan.io network-manager
               qemu-system-x86 qemu-utils mmdebstrap e2fsprogs openssh-client
-              systemd util-linux openssh-server iperf3 iputils-ping)
+              systemd util-linux openssh-server iperf3 iputils-ping ethtool lldpd)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -15,7 +15,18 @@ if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   echo "setup: installing ${missing[*]} with apt" >&2
   $SUDO apt-get update -qq
+  # The tests run lldpd (and sshd, iperf3) themselves, inside their own network namespaces. Keep the packages'
+  # services from starting on this machine's own interfaces: no LLDP frames on a real network from a test set-up.
+  guard=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null && $SUDO chmod 755 /usr/sbin/policy-rc.d
+    guard=1
+  fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  [ -z "$guard" ] || $SUDO rm -f /usr/sbin/policy-rc.d
+  if [[ " ${missing[*]} " == *" lldpd "* ]] && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now lldpd >/dev/null 2>&1 || true
+  fi
 fi
 
 PYTHON=${PYTHON:-$(command -v python3.11 || command -v python3)}

@@ -17,7 +17,11 @@ def _collection_root():
     parts = REPO.split(os.sep)
     if parts[-3:] == ["ansible_collections", "gpuops", "fabric"]:
         return os.sep.join(parts[:-3])
-    base = os.path.join(tempfile.gettempdir(), "gpuops-fabric-tests-%d" % os.getuid())
+    # one directory per checkout: two checkouts testing at once (a clean clone beside a working tree) must not
+    # re-point each other's link
+    import hashlib
+    tag = hashlib.sha1(REPO.encode("utf-8")).hexdigest()[:10]
+    base = os.path.join(tempfile.gettempdir(), "gpuops-fabric-tests-%d-%s" % (os.getuid(), tag))
     link = os.path.join(base, "ansible_collections", "gpuops", "fabric")
     if os.path.realpath(link) != REPO:
         os.makedirs(os.path.dirname(link), exist_ok=True)

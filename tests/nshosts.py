@@ -144,6 +144,31 @@ class NamespaceHosts:
             sh(*(args + ("qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst", "256kb",
                          "latency", "50ms")))
 
+    def forward_lldp(self):
+        """Let the training bridge pass LLDP frames (01:80:c2:00:00:0e; a bridge keeps them by default), so the hosts
+        see each other as LLDP neighbours, as a node sees its switch."""
+        sh("ip", "link", "set", self.prefix + "t", "type", "bridge", "group_fwd_mask", "0x4000")
+
+    def start_lldpd(self, index, interfaces="eth1"):
+        """lldpd in host ``index``'s namespace with its own control socket (returned), sending every second."""
+        name = self.names[index - 1]
+        # lldpcli connects as lldpd's unprivileged user: the socket's directories must be open to it (pytest's
+        # temporary directories are not)
+        directory = os.path.join("/run", "gpuops-fabric-tests", self.prefix)
+        os.makedirs(directory, exist_ok=True)
+        for path in (os.path.dirname(directory), directory):
+            os.chmod(path, 0o755)
+        socket_path = os.path.join(directory, "lldpd-%s.sock" % name)
+        sh("ip", "netns", "exec", name, "unshare", "--uts", "sh", "-c",
+           "hostname %s; exec lldpd -u %s -I %s" % (name, socket_path, interfaces))
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            if sh("ip", "netns", "exec", name, "lldpcli", "-u", socket_path, "configure", "lldp", "tx-interval", "1",
+                  check=False).returncode == 0:
+                return socket_path
+            time.sleep(0.2)
+        raise RuntimeError("lldpd of %s did not answer on %s" % (name, socket_path))
+
     def set_mtu(self, index, mtu):
         """The host's own training interface at ``mtu`` (the bridge side stays as it is)."""
         sh("ip", "-n", self.names[index - 1], "link", "set", "eth1", "mtu", str(mtu))

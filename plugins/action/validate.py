@@ -100,6 +100,7 @@ class ActionModule(ControllerAction):
             "nccl_mode": hostvars.get("fabric_nccl_mode"),
             "nccl_drift": ActionModule._nccl_drift(hostvars.get("nccl_conf")) if drift else None,
             "probes": hostvars.get("fabric_probe_results"),
+            "cabling": hostvars.get("fabric_cabling"),
             "status": status,
             "reason": reason,
         }

@@ -11,6 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._policy import (
     apply_waivers,
+    read_cabling,
     read_networks,
     validate_expectations,
     validate_waivers,
@@ -32,13 +33,15 @@ def validate_inputs(inputs):
         expect, errors = validate_expectations(inputs[host].get("expectations"))
         waivers, waiver_errors = validate_waivers(inputs[host].get("waivers"))
         networks, network_errors = read_networks(inputs[host].get("networks"))
+        cabling, cabling_errors = read_cabling(inputs[host].get("cabling"))
+        network_errors += cabling_errors
         attachments = inputs[host].get("attachments")
         if attachments is not None and not isinstance(attachments, dict):
             network_errors.append("fabric_attachments: expected a mapping of network to device, got %r" % attachments)
             attachments = None
         expect = dict(expect, networks=networks, attachments=attachments or {}, drift=inputs[host].get("drift"),
                       nccl_drift=inputs[host].get("nccl_drift"), nccl_mode=inputs[host].get("nccl_mode"),
-                      probes=inputs[host].get("probes"))
+                      probes=inputs[host].get("probes"), cabling=cabling)
         normalized[host] = (expect, waivers)
         for error in errors + waiver_errors + network_errors:
             seen.setdefault(error, []).append(host)
@@ -74,7 +77,23 @@ def run_audit(inputs, today, generated_at, version=None):
         findings.extend(inventory_findings)
     apply_waivers(findings, dict((h, normalized[h][1]) for h in normalized), today)
     return build_report(hosts, findings, outcomes, generated_at, version,
-                        measurements(dict((h, normalized[h][0]) for h in audited))), []
+                        measurements(dict((h, normalized[h][0]) for h in audited)),
+                        cabling(dict((h, audited[h][0]) for h in audited))), []
+
+
+def cabling(facts_by_host):
+    """Node port to switch port, from each host's LLDP facts: [{host, port, switch, switch_port, vlans, aggregation,
+    mfs}], one row per neighbour."""
+    rows = []
+    for host in sorted(facts_by_host):
+        lldp = (facts_by_host[host] or {}).get("lldp") or {}
+        for port, neighbours in sorted((lldp.get("ports") or {}).items()):
+            for n in neighbours:
+                rows.append({"host": host, "port": port, "switch": n.get("chassis_name") or n.get("chassis_id"),
+                             "switch_port": n.get("port_descr") or n.get("port_id"),
+                             "vlans": [v["id"] for v in n.get("vlans") or []],
+                             "aggregation": (n.get("aggregation") or {}).get("port_id"), "mfs": n.get("mfs")})
+    return rows
 
 
 def measurements(expects):

@@ -30,7 +30,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._pcie import (
 )
 
 SCHEMA_VERSION = 1
-SUBSETS = ("numa", "pci", "gpu", "nic", "rdma", "bond", "vlan", "paths", "nccl")
+SUBSETS = ("numa", "pci", "gpu", "nic", "rdma", "bond", "vlan", "paths", "nccl", "lldp", "link_modes")
 MIN_SUBSETS = ("numa",)
 PATH_TYPES = ("PIX", "PXB", "PHB", "NODE", "SYS")
 SOURCES = ("sysfs", "hwloc_xml", "nccl_xml")
@@ -43,6 +43,9 @@ _READER_PARTS = {
     "nic": ("pci", "net", "rdma"),
     "rdma": ("pci", "net", "rdma"),
     "bond": ("net", "bond"),
+    # read on the live node by the module (lldpctl, ethtool), nothing from the reader beyond the NICs
+    "lldp": ("net",),
+    "link_modes": ("pci", "net"),
     "vlan": ("net", "vlan"),
     "paths": ("pci", "net", "rdma"),
     "nccl": (),
@@ -555,7 +558,24 @@ def gather(source="sysfs", root="/", path=None, gather_subset=None, nvml="auto",
     facts = build_facts(topo, subsets, nvml_status)
     if "nccl" in subsets:
         facts["nccl"] = read_nccl_conf(root) if source == "sysfs" else None
+    if "lldp" in subsets:
+        # filled by the module on a live node (lldpctl); a capture has no neighbours to ask
+        facts["lldp"] = None
     return facts
+
+
+def merge_switch_side(facts, run, which, subsets, lldp_socket=None):
+    """Live node only: the ``lldp`` subset (neighbours from lldpd) and each physical NIC's ``link_modes`` (ethtool).
+    ``run(argv) -> (rc, out, err)``; ``which(name)`` -> path or None."""
+    from ansible_collections.gpuops.fabric.plugins.module_utils import _ethtool, _lldp
+    if "lldp" in subsets:
+        facts["lldp"] = _lldp.gather(run, which("lldpctl"), lldp_socket)
+    if "link_modes" in subsets and facts.get("nics"):
+        physical = [n["name"] for n in facts["nics"] if n.get("address")]
+        modes = _ethtool.gather(run, which("ethtool"), physical)
+        for nic in facts["nics"]:
+            if nic["name"] in modes:
+                nic["link_modes"] = modes[nic["name"]]
 
 
 NCCL_CONF = "/etc/nccl.conf"

@@ -101,8 +101,33 @@ def read_networks(value, key="fabric_networks"):
     result = {}
     for name, net in networks.items():
         subnets = [ipaddress.ip_network(str(net[field])) for field in ("subnet", "subnet6") if net[field] is not None]
-        result[name] = {"role": net["role"], "subnets": subnets, "allow_on_management": net["allow_on_management"]}
+        result[name] = {"role": net["role"], "subnets": subnets, "allow_on_management": net["allow_on_management"],
+                        "vlan": net["vlan"], "mtu": net["mtu"], "speed_mbps": net["speed_mbps"]}
     return result, errors
+
+
+def read_cabling(value, key="fabric_cabling"):
+    """The cabling plan: {local port: {"switch": name, "port": switch port}}; errors name the key and value."""
+    plan, errors = {}, []
+    if value is None:
+        return plan, errors
+    if not isinstance(value, dict):
+        return plan, ["%s: expected a mapping of local port to {switch, port}, got %r" % (key, value)]
+    for port in sorted(value, key=str):
+        entry = value[port]
+        where = "%s.%s" % (key, port)
+        if not isinstance(entry, dict):
+            errors.append("%s: expected a mapping with switch and port, got %r" % (where, entry))
+            continue
+        unknown = sorted(set(entry) - {"switch", "port"}, key=str)
+        for name in unknown:
+            errors.append("%s.%s: unknown key (known: switch, port)" % (where, name))
+        for name in ("switch", "port"):
+            if not isinstance(entry.get(name), str) or not entry.get(name):
+                errors.append("%s.%s: %r must be a non-empty string" % (where, name, entry.get(name)))
+        if not unknown and all(isinstance(entry.get(n), str) and entry.get(n) for n in ("switch", "port")):
+            plan[str(port)] = {"switch": entry["switch"], "port": entry["port"]}
+    return plan, errors
 
 
 def _date(value):

@@ -20,7 +20,7 @@ FORMATS = ("json", "md", "junit", "html")
 FILENAMES = {"json": "report.json", "md": "report.md", "junit": "junit.xml", "html": "report.html"}
 
 
-def build_report(hosts, findings, outcomes, generated_at, collection_version=None, measurements=None):
+def build_report(hosts, findings, outcomes, generated_at, collection_version=None, measurements=None, cabling=None):
     """``hosts``: {name: {"status": audited|unreachable|failed, "reason": str|None}};
     ``outcomes``: {host: {rule id: (status, reason)}} for audited hosts, inventory rules under "inventory";
     ``measurements``: what the probes measured (see _audit.measurements), listed whether or not they are findings."""
@@ -60,6 +60,7 @@ def build_report(hosts, findings, outcomes, generated_at, collection_version=Non
         "outcomes": dict((host, dict((rid, {"status": st, "reason": why}) for rid, (st, why) in sorted(out.items())))
                          for host, out in sorted(outcomes.items())),
         "measurements": measurements or [],
+        "cabling": cabling or [],
     }
 
 
@@ -112,6 +113,14 @@ def render_markdown(report):
                 _md(m["host"]), _md(m["peer"]), _md(m["network"]),
                 "%.3g" % m["gbps"] if m["gbps"] is not None else "failed: %s" % _md(m["error"]),
                 "%.3g" % m["expected_gbps"] if m["expected_gbps"] is not None else "-", _md(m["basis"] or "")))
+    if report.get("cabling"):
+        lines += ["", "## Cabling (LLDP)", "", "| host | port | switch | switch port | VLANs | aggregation | max frame |",
+                  "|---|---|---|---|---|---|---|"]
+        for c in report["cabling"]:
+            lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                _md(c["host"]), _md(c["port"]), _md(c["switch"]), _md(c["switch_port"]),
+                ", ".join(str(v) for v in c["vlans"]) or "-", c["aggregation"] if c["aggregation"] is not None else "-",
+                c["mfs"] or "-"))
     lines += ["", "## Rules", ""]
     for rule in report["rules"]:
         lines += ["### %s %s (%s)" % (rule["id"], rule["title"], rule["severity"]), "", rule["description"], "",
@@ -262,6 +271,16 @@ def render_html(report):
                 esc(f["host"]), esc(f["id"]), esc(str(f["subject"])), esc(f["waiver"]["reason"]),
                 esc(f["waiver"]["expires"])))
         out.append("</tbody></table>")
+    if report.get("cabling"):
+        out += ["<h2>Cabling (LLDP)</h2>", cabling_svg(report["cabling"]),
+                '<table id="cabling"><thead><tr><th>host</th><th>port</th><th>switch</th><th>switch port</th>'
+                "<th>VLANs</th><th>aggregation</th><th>max frame</th></tr></thead><tbody>"]
+        for c in report["cabling"]:
+            aggregation = c["aggregation"] if c["aggregation"] is not None else ""
+            cells = (c["host"], c["port"], c["switch"], c["switch_port"], ", ".join(str(v) for v in c["vlans"]),
+                     aggregation, c["mfs"] or "")
+            out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(str(cell)) for cell in cells))
+        out.append("</tbody></table>")
     out += ["<h2>Rules</h2>", "<table><thead><tr><th>rule</th><th>severity</th><th>why it matters</th><th>fix</th>"
             "</tr></thead><tbody>"]
     for rule in report["rules"]:
@@ -270,6 +289,28 @@ def render_html(report):
             esc(rule["remediation"])))
     out += ["</tbody></table>", "</body></html>"]
     return "\n".join(out) + "\n"
+
+
+def cabling_svg(rows):
+    """Nodes on the left, switches on the right, one line per node port to switch port (inline SVG, no script)."""
+    hosts = sorted(set(r["host"] for r in rows))
+    switches = sorted(set(str(r["switch"]) for r in rows))
+    height = 40 + 36 * max(len(hosts), len(switches))
+    left = dict((h, 30 + 36 * i) for i, h in enumerate(hosts))
+    right = dict((s, 30 + 36 * i) for i, s in enumerate(switches))
+    parts = ['<svg class="cabling" xmlns="http://www.w3.org/2000/svg" width="640" height="%d" role="img" '
+             'aria-label="node ports to switch ports">' % height]
+    for r in rows:
+        parts.append('<line x1="170" y1="%d" x2="470" y2="%d" stroke="#4a6fa5"><title>%s %s - %s %s</title></line>' % (
+            left[r["host"]], right[str(r["switch"])], escape(r["host"]), escape(r["port"]), escape(str(r["switch"])),
+            escape(str(r["switch_port"]))))
+    for name, y in sorted(left.items()):
+        parts.append('<rect x="10" y="%d" width="160" height="24" fill="#eef"/><text x="16" y="%d">%s</text>'
+                     % (y - 12, y + 5, escape(name)))
+    for name, y in sorted(right.items()):
+        parts.append('<rect x="470" y="%d" width="160" height="24" fill="#efe"/><text x="476" y="%d">%s</text>'
+                     % (y - 12, y + 5, escape(name)))
+    return "".join(parts) + "</svg>"
 
 
 RENDERERS = {"json": render_json, "md": render_markdown, "junit": render_junit, "html": render_html}

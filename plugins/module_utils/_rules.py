@@ -1005,3 +1005,232 @@ def probe_nccl(ctx):
                                                round(100 * fraction)),
                     {"max_busbw": peak, "avg_busbw": result.get("avg_busbw"), "expected_busbw": expected,
                      "rows": [(r["bytes"], r["busbw"]) for r in result["rows"]]})
+
+
+# ---- the switch side, seen from the host (LLDP) and the NICs' link modes ---------------------------------------
+ETHERNET_FRAME = 18  # 14 bytes header + 4 bytes FCS around the MTU; a VLAN tag adds 4
+
+
+def _ports_of(facts, device):
+    """The ports a device's traffic leaves on: a VLAN's parent's, a bond's members, or the device itself."""
+    nics = dict((n["name"], n) for n in facts.get("nics") or [])
+    parent = dict((v["name"], v.get("parent")) for v in facts.get("vlans") or [] if v.get("parent"))
+    seen = set()
+    while device in parent and device not in seen:
+        seen.add(device)
+        device = parent[device]
+    members = sorted(n for n, nic in nics.items() if nic.get("bond_master") == device)
+    return members or ([device] if device in nics else [])
+
+
+def _lldp(ctx):
+    ctx.need("nics")
+    lldp = ctx.facts.get("lldp")
+    if lldp is None:
+        raise NotApplicable("no LLDP facts (gathered on the live node only: subset lldp)")
+    if not lldp.get("agent"):
+        raise NotApplicable(lldp.get("reason") or "no LLDP agent")
+    return lldp.get("ports") or {}
+
+
+def _attached(ctx):
+    """[(network name, network, device)] for networks this host attaches (fabric_attachments)."""
+    networks = ctx.expect.get("networks") or {}
+    attachments = ctx.expect.get("attachments") or {}
+    found = [(name, networks[name], attachments[name]) for name in sorted(attachments) if name in networks]
+    if not found:
+        raise NotApplicable("no network of fabric_networks is attached here (fabric_attachments)")
+    return found
+
+
+def _switch_port(neighbour):
+    return "%s %s" % (neighbour.get("chassis_name") or neighbour.get("chassis_id") or "?",
+                      neighbour.get("port_descr") or neighbour.get("port_id") or "?")
+
+
+def _neighbours_under(ctx, wanted):
+    """(network name, network, device, port, neighbour) for every LLDP neighbour of the ports under each attached
+    network that has ``wanted`` (a key of the network, e.g. vlan or mtu)."""
+    ports = _lldp(ctx)
+    for name, net, device in _attached(ctx):
+        if not net.get(wanted):
+            continue
+        for port in _ports_of(ctx.facts, device):
+            for neighbour in ports.get(port) or []:
+                yield name, net, device, port, neighbour
+
+
+@host_rule(
+    "LLDP-001", "Switch port does not carry the network's VLAN", "fail",
+    """The switch port a network's traffic leaves on advertises its VLANs over LLDP (IEEE 802.1 port VLAN and VLAN
+    name TLVs), and the VLAN the intent puts on this interface is not among them: tagged frames are dropped at the
+    switch, so the node looks configured and reaches nothing on that network.""",
+    """Add the VLAN to the switch port (or its port channel), or correct fabric_networks.<name>.vlan.""")
+def lldp_vlan(ctx):
+    judged = 0
+    for name, net, device, port, neighbour in _neighbours_under(ctx, "vlan"):
+        ids = set(v["id"] for v in neighbour.get("vlans") or [] if v.get("id") is not None)
+        if not ids and neighbour.get("pvid") is None:
+            continue  # the neighbour says nothing about VLANs
+        judged += 1
+        if net["vlan"] not in ids:
+            advertised = ", ".join(str(i) for i in sorted(ids)) or "only PVID %s" % neighbour.get("pvid")
+            ctx.finding(port, "%s (network %s, VLAN %d) leaves on %s, whose switch port %s does not carry VLAN %d "
+                        "(it advertises %s)" % (device, name, net["vlan"], port, _switch_port(neighbour), net["vlan"],
+                                                advertised),
+                        {"network": name, "vlan": net["vlan"], "port": port, "neighbour": neighbour})
+    if not judged:
+        raise NotApplicable("no neighbour of a tagged network's ports advertises its VLANs")
+
+
+@host_rule(
+    "LLDP-002", "Bond member's switch port not aggregated with the others", "fail",
+    """An 802.3ad bond needs each member's switch port in the same link aggregation. LLDP's link aggregation TLV
+    says whether the neighbour's port is aggregated and in which aggregation: a member whose neighbour is not
+    aggregated, or two members on one switch whose neighbours name different aggregations, is cabled to the wrong
+    port or the switch has no matching port channel; the bond then carries traffic on one leg or flaps.""",
+    """Put both switch ports in one port channel (LACP), or move the cable to the right port.""")
+def lldp_aggregation(ctx):
+    ports = _lldp(ctx)
+    bonds = [b for b in ctx.facts.get("bonds") or [] if b.get("mode") == "802.3ad"]
+    if not bonds:
+        raise NotApplicable("no 802.3ad bond on this node")
+    judged = 0
+    for bond in bonds:
+        seen = {}
+        for member in bond.get("members") or []:
+            name = member["name"] if isinstance(member, dict) else member
+            for neighbour in ports.get(name) or []:
+                judged += 1
+                aggregation = neighbour.get("aggregation")
+                if not aggregation or not aggregation.get("enabled"):
+                    ctx.finding(name, "%s is a member of %s (802.3ad) but its switch port %s does not say it is "
+                                "aggregated" % (name, bond["name"], _switch_port(neighbour)),
+                                {"bond": bond["name"], "member": name, "neighbour": neighbour})
+                    continue
+                chassis = neighbour.get("chassis_id") or neighbour.get("chassis_name")
+                seen.setdefault(chassis, []).append((name, aggregation.get("port_id"), neighbour))
+        for chassis, entries in sorted(seen.items(), key=lambda kv: str(kv[0])):
+            ids = sorted(set(str(e[1]) for e in entries))
+            if len(ids) > 1:
+                for name, port_id, neighbour in entries:
+                    ctx.finding(name, "members of %s land on %s in different aggregations (%s): %s is in %s" % (
+                        bond["name"], neighbour.get("chassis_name") or chassis, ", ".join(ids), name, port_id),
+                        {"bond": bond["name"], "member": name, "aggregations": ids, "neighbour": neighbour})
+    if not judged:
+        raise NotApplicable("no bond member has an LLDP neighbour")
+
+
+@host_rule(
+    "LLDP-003", "Switch port's maximum frame size below the network's MTU", "fail",
+    """The switch port advertises its maximum frame size (IEEE 802.3 TLV). A frame of the network's MTU needs MTU +
+    18 bytes (+4 with a VLAN tag); a port that takes less drops every full-size frame, the classic 9000 on the host
+    and 1500 on the switch.""",
+    """Raise the switch port's MTU (frame size) to at least the network's MTU + 22, or lower
+    fabric_networks.<name>.mtu.""")
+def lldp_frame_size(ctx):
+    judged = 0
+    for name, net, _device, port, neighbour in _neighbours_under(ctx, "mtu"):
+        if neighbour.get("mfs") is None:
+            continue
+        judged += 1
+        needed = net["mtu"] + ETHERNET_FRAME + (4 if net.get("vlan") else 0)
+        if neighbour["mfs"] < needed:
+            ctx.finding(port, "switch port %s takes frames up to %d bytes; network %s (MTU %d%s) needs %d" % (
+                _switch_port(neighbour), neighbour["mfs"], name, net["mtu"],
+                ", VLAN %d" % net["vlan"] if net.get("vlan") else "", needed),
+                {"network": name, "mtu": net["mtu"], "needed": needed, "neighbour": neighbour})
+    if not judged:
+        raise NotApplicable("no neighbour of an attached network's ports advertises a maximum frame size")
+
+
+@host_rule(
+    "LLDP-004", "Port cabled to another switch port than the cabling plan says", "fail",
+    """fabric_cabling names, per node port, the switch and port it should be cabled to. LLDP says where it is: two
+    bond legs swapped into the wrong switch, a node on the storage switch, a cable in the neighbouring port.""",
+    """Move the cable to the planned switch port, or correct fabric_cabling.""")
+def lldp_cabling(ctx):
+    plan = ctx.expect.get("cabling") or {}
+    if not plan:
+        raise NotApplicable("no fabric_cabling for this host")
+    ports = _lldp(ctx)
+    for port, want in sorted(plan.items()):
+        seen = ports.get(port) or []
+        if not seen:
+            ctx.finding(port, "%s should go to %s %s but LLDP sees no neighbour on it" % (
+                port, want["switch"], want["port"]), {"plan": want, "neighbours": []})
+            continue
+        if not any(n.get("chassis_name") == want["switch"] and want["port"] in (n.get("port_id"), n.get("port_descr"))
+                   for n in seen):
+            ctx.finding(port, "%s should go to %s %s but is cabled to %s" % (
+                port, want["switch"], want["port"], ", ".join(_switch_port(n) for n in seen)),
+                {"plan": want, "neighbours": seen})
+
+
+def _link_modes(ctx, roles=None):
+    """[(network, net, port, link_modes)] for ports under attached networks (of ``roles``) with link modes."""
+    found = []
+    for name, net, device in _attached(ctx):
+        if roles and net["role"] not in roles:
+            continue
+        nics = dict((n["name"], n) for n in ctx.facts.get("nics") or [])
+        for port in _ports_of(ctx.facts, device):
+            modes = (nics.get(port) or {}).get("link_modes")
+            if modes and modes.get("supported_speeds_mbps"):
+                found.append((name, net, port, modes))
+    if not found:
+        raise NotApplicable("no port of an attached network reports its link modes (subset link_modes, live node, "
+                            "a driver that reports them)")
+    return found
+
+
+@host_rule(
+    "LINK-001", "NIC cannot reach the speed the network is built for", "fail",
+    """fabric_networks.<name>.speed_mbps says what the network is built for; a port whose supported link modes stop
+    below it caps the node at its own speed whatever the switch and cable can do.""",
+    """Use a NIC (or transceiver) that supports the network's speed on this network, or correct speed_mbps.""")
+def link_speed_capability(ctx):
+    judged = 0
+    for name, net, port, modes in _link_modes(ctx):
+        if not net.get("speed_mbps"):
+            continue
+        judged += 1
+        if modes["max_supported_mbps"] < net["speed_mbps"]:
+            ctx.finding(port, "%s supports up to %s Mb/s; network %s is built for %s Mb/s" % (
+                port, modes["max_supported_mbps"], name, net["speed_mbps"]),
+                {"network": name, "port": port, "supported_speeds_mbps": modes["supported_speeds_mbps"],
+                 "speed_mbps": net["speed_mbps"]})
+    if not judged:
+        raise NotApplicable("no attached network sets speed_mbps")
+
+
+@host_rule(
+    "LINK-002", "No upgrade headroom on a training or storage port", "info",
+    """Whether the network can get faster later without new NICs: a port already running at the fastest mode it
+    supports (a 25G card at 25G) needs new hardware for the next step; a 25G card at 10G can move up with new optics
+    or switch ports. Information for planning, with the card's port count (single or dual port).""",
+    """Plan NICs with headroom (for example 100/200G cards) where the network will grow.""")
+def link_headroom(ctx):
+    nics = dict((n["name"], n) for n in ctx.facts.get("nics") or [])
+    for name, _net, port, modes in _link_modes(ctx, roles=("training", "storage")):
+        speed = modes.get("speed_mbps") or (nics.get(port) or {}).get("speed_mbps")
+        if speed and speed >= modes["max_supported_mbps"]:
+            nic = nics.get(port) or {}
+            ctx.finding(port, "%s (network %s) runs at %s Mb/s, the fastest its card supports (%s-port card %s)" % (
+                port, name, speed, nic.get("ports_on_card") or "?", nic.get("card") or "?"),
+                {"port": port, "network": name, "speed_mbps": speed,
+                 "supported_speeds_mbps": modes["supported_speeds_mbps"], "ports_on_card": nic.get("ports_on_card")})
+
+
+@host_rule(
+    "LINK-003", "10GBASE-T on a training link", "info",
+    """Twisted-pair 10G (10GBASE-T) works, but within a rack DAC or AOC cables give lower latency (about 2 us less
+    per link for the PHY) and draw several watts less per port; collective traffic notices the latency.""",
+    """Prefer SFP+/SFP28 ports with DAC or AOC cables for training links within a rack.""")
+def link_base_t(ctx):
+    for name, _net, port, modes in _link_modes(ctx, roles=("training",)):
+        twisted = modes.get("port") == "twisted_pair" or "TP" in (modes.get("supported_ports") or [])
+        if twisted and modes.get("media") == ["base-t"] and modes["max_supported_mbps"] >= 10000:
+            ctx.finding(port, "%s (training network %s) is a BASE-T port (%s)" % (
+                port, name, ", ".join(m for m in modes["supported_modes"] if m.startswith("10000base")) or
+                "10G over twisted pair"), {"port": port, "network": name, "supported_modes": modes["supported_modes"]})

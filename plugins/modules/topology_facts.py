@@ -35,6 +35,10 @@ options:
         from C(all). C(min) is always gathered unless C(!min) is given.
       - C(paths) are GPU/accelerator to NIC and GPU to GPU paths with their type as C(nvidia-smi topo -m) names it.
       - C(nccl) is the node's C(/etc/nccl.conf) (below O(root)) as NCCL reads it.
+      - C(lldp) (live node only) is each port's LLDP neighbours as lldpd reports them (C(lldpctl -f json0)), the switch
+        port's name, VLANs, aggregation and frame size among them; without a running lldpd it says "no LLDP agent".
+      - C(link_modes) (live node only) adds each physical NIC's supported and advertised link modes and port type
+        from ethtool (C(link_modes) in RV(ansible_facts.gpuops_fabric.nics)).
     type: list
     elements: str
     default: [all]
@@ -70,6 +74,10 @@ options:
     type: str
     choices: [auto, "yes", "no"]
     default: auto
+  lldp_socket:
+    description:
+      - lldpd's control socket for the C(lldp) subset (C(lldpctl -u)); default lldpd's own (C(/run/lldpd.socket)).
+    type: path
 requirements:
   - The C(pynvml) Python module (C(pip install nvidia-ml-py)) on the managed node for NVML details; optional.
 notes:
@@ -195,6 +203,12 @@ ansible_facts:
             - C(min_mtu) and C(max_mtu) are the MTU range the driver allows, read from netlink with
               C(ip -json -details link show) on a live node (sysfs does not carry them); C(null) from captures
               and for drivers that set no limit.
+            - C(link_modes) (subset C(link_modes), live node, ports with a PCI address) is what ethtool reports,
+              C(supported_modes), C(advertised_modes), C(partner_modes), C(supported_speeds_mbps),
+              C(max_supported_mbps), C(max_advertised_mbps), C(port) (V(twisted_pair), V(direct_attach), V(fibre),
+              V(mii), V(other), V(none)), C(media) of the fastest modes (V(base-t), V(dac), V(fibre), V(backplane)),
+              C(autoneg) and C(link). With C(card) and C(ports_on_card) it tells single from dual port cards and
+              what speed a port could run later.
             - Addresses come from procfs files, not netlink; IPv4 addresses are matched to interfaces through the
               connected routes of the main table, so an address on an interface without a connected route (for
               example a /32) is not listed.
@@ -212,6 +226,16 @@ ansible_facts:
           type: list
           elements: dict
           returned: when rdma is gathered
+        lldp:
+          description:
+            - C(agent) (whether lldpd answered), C(reason) when it did not (V(no LLDP agent ...)), and C(ports), a map
+              of local port to its neighbours. Each neighbour has C(chassis_name), C(chassis_id), C(mgmt_ip),
+              C(port_id), C(port_id_type), C(port_descr), C(ttl), C(pvid), C(vlans) (C(id), C(name), C(pvid)),
+              C(aggregation) (C(enabled), C(port_id); C(null) when the neighbour does not say the port is
+              aggregated), C(mfs) (maximum frame size), C(autoneg) (C(supported), C(enabled), C(mau)) and C(via).
+            - C(null) when not read (captures and XML sources, or not on the live node).
+          type: dict
+          returned: when lldp is gathered
         nccl:
           description:
             - The node's C(/etc/nccl.conf) as NCCL reads it, C(path), C(present) and C(values) (name to value);
@@ -258,7 +282,13 @@ ansible_facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._errors import TopologyError
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import SOURCES, gather, merge_link_limits
+from ansible_collections.gpuops.fabric.plugins.module_utils._facts import (
+    SOURCES,
+    gather,
+    merge_link_limits,
+    merge_switch_side,
+    resolve_subsets,
+)
 
 
 def main():
@@ -269,6 +299,7 @@ def main():
             root=dict(type="path", default="/"),
             path=dict(type="path"),
             nvml=dict(type="str", choices=["auto", "yes", "no"], default="auto"),
+            lldp_socket=dict(type="path"),
         ),
         required_if=[
             ("source", "hwloc_xml", ("path",)),
@@ -298,6 +329,9 @@ def main():
         rc, out, _err = module.run_command([ip, "-json", "-details", "link", "show"], environ_update={"LC_ALL": "C"})
         if rc == 0:
             merge_link_limits(facts, out)
+    if params["source"] == "sysfs" and params["root"] == "/":
+        merge_switch_side(facts, lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}),
+                          module.get_bin_path, resolve_subsets(params["gather_subset"]), params["lldp_socket"])
     facts["root"] = params["root"] if params["source"] == "sysfs" else None
     facts["path"] = params["path"]
     module.exit_json(changed=False, ansible_facts={"gpuops_fabric": facts})

@@ -227,6 +227,52 @@ def test_site_end_to_end(vms, ansible_env, tmp_path):
         assert vm(index, "pgrep -c iperf3 || true").stdout.strip() == "0"
 
 
+def test_lldp_neighbours_on_the_bond_legs(vms, ansible_env, tmp_path):
+    """lldpd on both VMs (image: data links only, every second): vm1 sees vm2 on each bond leg, both legs in one
+    aggregation (vm2's bond), carrying VLANs 100 and 200; the audit's LLDP rules pass on the live facts."""
+    import time
+    from ansible_collections.gpuops.fabric.plugins.module_utils._lldp import parse
+    for index in (1, 2):  # the image runs lldpd; here the network role's option must bring it up
+        vm(index, "systemctl disable --now lldpd")
+    lldpd = ("-e", "fabric_network_lldpd=true", "-e", "fabric_network_lldpd_interfaces=enp0s4,enp0s5")
+    first = playbook(ansible_env, vms["inventory"], "gpuops.fabric.network", *lldpd)
+    assert first.returncode == 0, first.stdout[-3000:]
+    for index in (1, 2):
+        assert vm(index, "systemctl is-active lldpd; systemctl is-enabled lldpd").stdout.split() == ["active", "enabled"]
+        assert "interface pattern enp0s4,enp0s5" in vm(index, "cat /etc/lldpd.d/gpuops-fabric.conf").stdout
+    again = playbook(ansible_env, vms["inventory"], "gpuops.fabric.network", *lldpd)
+    assert again.returncode == 0 and changed(again.stdout, "vm1") == 0 and changed(again.stdout, "vm2") == 0
+    wait_for_lacp(1)
+    deadline, ports = time.time() + 90, {}
+    while time.time() < deadline:
+        vm(2, "lldpcli update", check=False)  # vm2 re-reads its interfaces (the VLANs came after lldpd started)
+        ports = parse(vm(1, "lldpctl -f json0").stdout)
+        legs = [ports.get(leg) or [] for leg in ("enp0s4", "enp0s5")]
+        if all(n and n[0]["aggregation"] and {100, 200} <= set(v["id"] for v in n[0]["vlans"]) for n in legs):
+            break
+        time.sleep(2)
+    capture = os.environ.get("GPUOPS_CAPTURE_DIR")
+    if capture:  # how tests/fixtures/lldp/vm-*.json0 were made
+        for fmt in ("json0", "json", "keyvalue"):
+            with open(os.path.join(capture, "vm-%s-bond-legs.%s" % (vms["kind"], fmt)), "w") as handle:
+                handle.write(vm(1, "lldpctl -f %s" % fmt).stdout)
+    ifindex = vm(2, "cat /sys/class/net/bond0/ifindex").stdout.strip()
+    # vm2 by name: as booted ("vm2"), or as NetworkManager's DHCP left it when lldpd (re)started
+    names = {"vm2", vm(2, "hostname").stdout.strip()}
+    for leg in ("enp0s4", "enp0s5"):
+        [neighbour] = ports[leg]
+        assert neighbour["chassis_name"] in names, (names, neighbour)
+        assert neighbour["aggregation"] == {"enabled": True, "port_id": int(ifindex)}, neighbour
+        assert [v["id"] for v in neighbour["vlans"]] == [100, 200], neighbour
+    report = tmp_path / "report"
+    audit = playbook(ansible_env, vms["inventory"], "gpuops.fabric.audit", "-e", "fabric_report_dir=%s" % report,
+                     "-e", "fabric_audit_fail_on=never")
+    assert audit.returncode == 0, audit.stdout[-3000:]
+    with open(str(report / "report.json")) as handle:
+        outcomes = json.load(handle)["outcomes"]["vm1"]
+    assert outcomes["LLDP-001"]["status"] == "pass" and outcomes["LLDP-002"]["status"] == "pass", outcomes
+
+
 def _inventory_with_management_change(vms, tmp_path, allow):
     data = inventory_data(vms["kind"])
     group = data["all"]["children"]["vms"]["vars"]

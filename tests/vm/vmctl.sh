@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 VM=${GPUOPS_VM_DIR:-$PWD/.cache/vm}
 mkdir -p "$VM"
 
-IMAGE_VERSION=6  # bump when the image recipe changes
+IMAGE_VERSION=7  # bump when the image recipe changes
 
 build() {
   if [ -f "$VM/base.img" ] && [ -f "$VM/id_ed25519" ] && [ "$(cat "$VM/image-version" 2>/dev/null)" = "$IMAGE_VERSION" ]; then
@@ -21,7 +21,7 @@ build() {
   fi
   rm -rf "$VM/rootfs"
   mmdebstrap --variant=minbase --include=systemd-sysv,udev,dbus,openssh-server,python3,iproute2,netplan.io,\
-linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps,network-manager,iperf3 bookworm "$VM/rootfs" >"$VM/mmdebstrap.log" 2>&1
+linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps,network-manager,iperf3,lldpd bookworm "$VM/rootfs" >"$VM/mmdebstrap.log" 2>&1
   [ -f "$VM/id_ed25519" ] || ssh-keygen -q -t ed25519 -N "" -f "$VM/id_ed25519"
   local r="$VM/rootfs"
   install -d -m 700 "$r/root/.ssh"
@@ -68,6 +68,10 @@ UNIT
   printf '[connection]\nid=mgmt\ntype=ethernet\ninterface-name=enp0s3\n\n[ipv4]\nmethod=auto\n\n[ipv6]\nmethod=ignore\n' \
     >"$r/etc/NetworkManager/system-connections/mgmt.nmconnection"
   chmod 600 "$r/etc/NetworkManager/system-connections/mgmt.nmconnection"
+  # lldpd on the data links only (never the management NIC), every second, so the VMs see each other quickly
+  install -d "$r/etc/lldpd.d"
+  printf 'configure system interface pattern enp0s4,enp0s5\nconfigure lldp tx-interval 1\n' \
+    >"$r/etc/lldpd.d/gpuops-test.conf"
   cp "$r"/boot/vmlinuz-* "$VM/vmlinuz"
   cp "$r"/boot/initrd.img-* "$VM/initrd.img"
   rm -f "$VM/base.img"

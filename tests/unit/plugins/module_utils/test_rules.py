@@ -41,7 +41,7 @@ def of(findings, rule_id):
 
 def test_catalog_entries_are_complete():
     for rule in CATALOG.values():
-        assert rule.id.split("-")[0] in ("PCIE", "NUMA", "NET", "BOND", "GDR", "NCCL", "PERF", "DRIFT", "PROBE")
+        assert rule.id.split("-")[0] in ("PCIE", "NUMA", "NET", "BOND", "GDR", "NCCL", "PERF", "DRIFT", "PROBE", "LLDP", "LINK")
         assert rule.title and rule.description and rule.remediation and rule.severity in ("fail", "warn", "info")
 
 
@@ -50,7 +50,8 @@ def test_healthy_node_passes_everything(healthy):
     assert findings == []
     not_judged = sorted(r for r, (status, _why) in outcomes.items() if status != "pass")
     # no drift check, no fabric_networks, no /etc/nccl.conf in the capture, no probes
-    assert not_judged == ["DRIFT-001", "NCCL-001", "NCCL-002", "NCCL-003", "NET-008", "PROBE-002", "PROBE-003",
+    assert not_judged == ["DRIFT-001", "LINK-001", "LINK-002", "LINK-003", "LLDP-001", "LLDP-002", "LLDP-003",
+                          "LLDP-004", "NCCL-001", "NCCL-002", "NCCL-003", "NET-008", "PROBE-002", "PROBE-003",
                           "PROBE-004", "PROBE-005"]
 
 
