@@ -159,15 +159,24 @@ class NamespaceHosts:
         for path in (os.path.dirname(directory), directory):
             os.chmod(path, 0o755)
         socket_path = os.path.join(directory, "lldpd-%s.sock" % name)
+        # The configuration goes in at start (-O, instead of the machine's /etc/lldpd.d): a tx-interval set later
+        # through lldpcli left lldpd here sending one LLDPDU and then none (tx counter stuck at 1).
+        config = os.path.join(directory, "lldpd.conf")
+        with open(config, "w") as handle:
+            handle.write("configure lldp tx-interval 1\n")
         sh("ip", "netns", "exec", name, "unshare", "--uts", "sh", "-c",
-           "hostname %s; exec lldpd -u %s -I %s" % (name, socket_path, interfaces))
+           "hostname %s; exec lldpd -O %s -u %s -I %s" % (name, config, socket_path, interfaces))
         deadline = time.time() + 10
         while time.time() < deadline:
-            if sh("ip", "netns", "exec", name, "lldpcli", "-u", socket_path, "configure", "lldp", "tx-interval", "1",
+            if sh("ip", "netns", "exec", name, "lldpcli", "-u", socket_path, "show", "configuration",
                   check=False).returncode == 0:
                 return socket_path
             time.sleep(0.2)
         raise RuntimeError("lldpd of %s did not answer on %s" % (name, socket_path))
+
+    def lldp_update(self, index, socket_path):
+        """Make host ``index``'s lldpd send now (a new tx-interval only counts from the next frame, up to 30 s away)."""
+        sh("ip", "netns", "exec", self.names[index - 1], "lldpcli", "-u", socket_path, "update", check=False)
 
     def set_mtu(self, index, mtu):
         """The host's own training interface at ``mtu`` (the bridge side stays as it is)."""

@@ -50,6 +50,7 @@ def test_neighbour_seen_over_lldp(ansible_env, bed, tmp_path):
     first, second = hosts.names[0], hosts.names[1]
     deadline = time.time() + 20
     while True:
+        hosts.lldp_update(2, sockets[second])
         lldp = facts(ansible_env, hosts, sockets, tmp_path, first)["lldp"]
         if lldp["ports"].get("eth1") or time.time() > deadline:
             break
