@@ -243,9 +243,10 @@ def test_lldp_neighbours_on_the_bond_legs(vms, ansible_env, tmp_path):
     again = playbook(ansible_env, vms["inventory"], "gpuops.fabric.network", *lldpd)
     assert again.returncode == 0 and changed(again.stdout, "vm1") == 0 and changed(again.stdout, "vm2") == 0
     wait_for_lacp(1)
-    deadline, ports = time.time() + 90, {}
+    deadline, ports = time.time() + 240, {}
     while time.time() < deadline:
-        vm(2, "lldpcli update", check=False)  # vm2 re-reads its interfaces (the VLANs came after lldpd started)
+        for index in (1, 2):  # both re-read their interfaces and send now (the VLANs came after lldpd started)
+            vm(index, "lldpcli update", check=False)
         ports = parse(vm(1, "lldpctl -f json0").stdout)
         legs = [ports.get(leg) or [] for leg in ("enp0s4", "enp0s5")]
         if all(n and n[0]["aggregation"] and {100, 200} <= set(v["id"] for v in n[0]["vlans"]) for n in legs):
