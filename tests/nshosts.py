@@ -149,8 +149,13 @@ class NamespaceHosts:
         see each other as LLDP neighbours, as a node sees its switch."""
         sh("ip", "link", "set", self.prefix + "t", "type", "bridge", "group_fwd_mask", "0x4000")
 
-    def start_lldpd(self, index, interfaces="eth1"):
-        """lldpd in host ``index``'s namespace with its own control socket (returned), sending every second."""
+    def start_lldpd(self, index, interfaces="eth1", switch=None):
+        """lldpd in host ``index``'s namespace with its own control socket (returned), sending every second.
+
+        ``switch`` makes the host advertise what a switch port does and lldpd on Linux does not send by itself:
+        ``{"name": chassis name, "port": port id and description, "pvid": id, "vlans": [id, ...], "mfs": bytes}``.
+        The TLVs are real IEEE 802.1 (PVID, VLAN name) and 802.3 (maximum frame size) TLVs on the wire, sent as
+        lldpd custom TLVs; the receiving lldpd decodes them as it would a switch's."""
         name = self.names[index - 1]
         # lldpcli connects as lldpd's unprivileged user: the socket's directories must be open to it (pytest's
         # temporary directories are not)
@@ -161,11 +166,13 @@ class NamespaceHosts:
         socket_path = os.path.join(directory, "lldpd-%s.sock" % name)
         # The configuration goes in at start (-O, instead of the machine's /etc/lldpd.d): a tx-interval set later
         # through lldpcli left lldpd here sending one LLDPDU and then none (tx counter stuck at 1).
-        config = os.path.join(directory, "lldpd.conf")
+        config = os.path.join(directory, "lldpd-%s.conf" % name)
+        lines = ["configure lldp tx-interval 1"] + switch_port_config(switch or {})
         with open(config, "w") as handle:
-            handle.write("configure lldp tx-interval 1\n")
+            handle.write("\n".join(lines) + "\n")
+        hostname = (switch or {}).get("name") or name
         sh("ip", "netns", "exec", name, "unshare", "--uts", "sh", "-c",
-           "hostname %s; exec lldpd -O %s -u %s -I %s" % (name, config, socket_path, interfaces))
+           "hostname %s; exec lldpd -O %s -u %s -I %s" % (hostname, config, socket_path, interfaces))
         deadline = time.time() + 10
         while time.time() < deadline:
             if sh("ip", "netns", "exec", name, "lldpcli", "-u", socket_path, "show", "configuration",
@@ -173,6 +180,29 @@ class NamespaceHosts:
                 return socket_path
             time.sleep(0.2)
         raise RuntimeError("lldpd of %s did not answer on %s" % (name, socket_path))
+
+    def stop_lldpd(self, index):
+        """Stop host ``index``'s lldpd (its processes rename themselves, so they are found by namespace and name)."""
+        def running():
+            found = []
+            for pid in sh("ip", "netns", "pids", self.names[index - 1], check=False).stdout.split():
+                try:
+                    with open("/proc/%s/comm" % pid) as handle:
+                        if handle.read().strip() == "lldpd":
+                            found.append(int(pid))
+                except OSError:
+                    pass
+            return found
+        for pid in running():
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+        deadline = time.time() + 10
+        while running():
+            if time.time() > deadline:
+                raise RuntimeError("lldpd of %s did not stop" % self.names[index - 1])
+            time.sleep(0.2)
 
     def lldp_update(self, index, socket_path):
         """Make host ``index``'s lldpd send now (a new tx-interval only counts from the next frame, up to 30 s away)."""
@@ -194,6 +224,30 @@ class NamespaceHosts:
                                        "-o LogLevel=ERROR",
             "ansible_python_interpreter": "/usr/bin/python3",
         }
+
+
+def _hex(data):
+    return ",".join("%02x" % b for b in data)
+
+
+def switch_port_config(switch):
+    """lldpcli lines that make lldpd advertise a switch port: its port id/description, PVID, VLANs and maximum frame
+    size (IEEE 802.1 OUI 00-80-C2 subtypes 1 and 3, IEEE 802.3 OUI 00-12-0F subtype 4)."""
+    lines = []
+    if switch.get("port"):
+        port = switch["port"]
+        lines.append("configure ports eth1 lldp portidsubtype local %s description %s" % (port, port))
+    if switch.get("pvid") is not None:
+        lines.append("configure lldp custom-tlv oui 00,80,c2 subtype 1 oui-info %s" % _hex(
+            switch["pvid"].to_bytes(2, "big")))
+    for vid in switch.get("vlans") or []:
+        label = ("vlan%d" % vid).encode()
+        lines.append("configure lldp custom-tlv oui 00,80,c2 subtype 3 oui-info %s" % _hex(
+            vid.to_bytes(2, "big") + bytes([len(label)]) + label))
+    if switch.get("mfs") is not None:
+        lines.append("configure lldp custom-tlv oui 00,12,0f subtype 4 oui-info %s" % _hex(
+            switch["mfs"].to_bytes(2, "big")))
+    return lines
 
 
 def iperf3_processes():

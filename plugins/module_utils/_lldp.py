@@ -4,7 +4,7 @@
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
 """The switch side seen from the host: LLDP neighbours as lldpd reports them (``lldpctl -f json0``, the regular
-JSON layout; ``-f json`` is read too).
+JSON layout; ``-f json`` is read too, and ``-f keyvalue`` where lldpctl was built without JSON output).
 
 Per local port, a list of neighbours:
 ``{"chassis_name", "chassis_id", "mgmt_ip": [..], "port_id", "port_id_type", "port_descr", "ttl", "pvid",
@@ -139,18 +139,91 @@ def parse(text):
     return ports
 
 
+# keyvalue: one "lldp.<port>.<key path>=<value>" line per value, a neighbour's lines in a row starting with "via";
+# repeated keys (mgmt-ip, vlan) repeat the line. A port name may hold dots (eth0.100), so the port ends before the
+# first of these.
+_KV_TOP = ("via", "rid", "age", "chassis", "port", "vlan", "ppvid", "pi", "unknown-tlvs", "lldp-med", "dcbx",
+           "power", "custom")
+_KV_ID_TYPES = ("mac", "ifname", "local", "ip", "ifalias")
+
+
+def _kv_lines(text):
+    for raw in text.splitlines():
+        key, sep, value = raw.partition("=")
+        if not sep or not key.startswith("lldp."):
+            if raw.strip():
+                raise LldpError("not lldpctl keyvalue output: %s" % raw.strip()[:200])
+            continue
+        parts = key.split(".")[1:]
+        cut = next((i for i in range(1, len(parts)) if parts[i] in _KV_TOP), None)
+        if cut is None:
+            raise LldpError("lldpctl keyvalue line without a known key: %s" % raw.strip()[:200])
+        yield ".".join(parts[:cut]), parts[cut:], value
+
+
+def parse_keyvalue(text):
+    """The same {local port: [neighbour, ...]} as ``parse`` from ``lldpctl -f keyvalue``."""
+    ports = {}
+    body = None
+    for port, path, value in _kv_lines(text):
+        if path == ["via"]:  # a neighbour starts
+            body = {"via": value, "chassis": {"mgmt-ip": []}, "port": {}, "vlan": []}
+            ports.setdefault(port, []).append(body)
+            continue
+        if body is None:
+            raise LldpError("lldpctl keyvalue output does not start a neighbour with 'via': %s" % ".".join(path))
+        top, rest = path[0], path[1:]
+        if top == "chassis" and len(rest) == 1:
+            if rest[0] in _KV_ID_TYPES:
+                body["chassis"]["id"] = {"type": rest[0], "value": value}
+            elif rest[0] == "mgmt-ip":
+                body["chassis"]["mgmt-ip"].append(value)
+            elif rest[0] in ("name", "descr"):
+                body["chassis"][rest[0]] = value
+        elif top == "port" and rest:
+            if len(rest) == 1 and rest[0] in _KV_ID_TYPES:
+                body["port"]["id"] = {"type": rest[0], "value": value}
+            elif rest[0] == "auto-negotiation" and len(rest) == 2:
+                body["port"].setdefault("auto-negotiation", {})[rest[1]] = value
+            elif len(rest) == 1:
+                body["port"][rest[0]] = value
+        elif top == "vlan":
+            if not body["vlan"] or rest == ["vlan-id"]:  # each VLAN's lines start with its id
+                body["vlan"].append({})
+            body["vlan"][-1][rest[0] if rest else "value"] = value
+        elif top == "pvid" and not rest:
+            body["pvid"] = value
+    return dict((port, [_neighbour_kv(b) for b in found]) for port, found in ports.items())
+
+
+def _neighbour_kv(body):
+    """A keyvalue neighbour in the json layout, read by the one reader of both."""
+    chassis = dict(body["chassis"], id=body["chassis"].get("id"))  # with "id" it reads as json0's chassis
+    shaped = {"via": body["via"], "chassis": chassis, "port": body["port"], "vlan": body["vlan"]}
+    if "pvid" in body:
+        shaped["pvid"] = body["pvid"]
+    return _neighbour(shaped)
+
+
 def gather(run, lldpctl, socket=None):
     """The ``lldp`` facts subset on a live node: ``run(argv) -> (rc, out, err)``; ``lldpctl`` its path or None;
     ``socket`` lldpd's control socket when not the default."""
     if not lldpctl:
         return {"agent": False, "reason": "no LLDP agent: lldpctl (Debian package lldpd) is not installed",
                 "ports": {}}
-    rc, out, err = run([lldpctl] + (["-u", socket] if socket else []) + ["-f", "json0"])
-    if rc != 0:
-        said = (err or out).strip().splitlines()
-        return {"agent": False, "reason": "no LLDP agent: lldpd is not running (%s)" % (said[-1] if said else rc),
-                "ports": {}}
-    try:
-        return {"agent": True, "reason": None, "ports": parse(out)}
-    except LldpError as exc:
-        return {"agent": False, "reason": str(exc), "ports": {}}
+    base = [lldpctl] + (["-u", socket] if socket else [])
+    rc, out, err = run(base + ["-f", "json0"])
+    if rc == 0:
+        try:
+            return {"agent": True, "reason": None, "format": "json0", "ports": parse(out)}
+        except LldpError:
+            pass  # an lldpctl built without JSON output: ask for keyvalue
+    krc, kout, kerr = run(base + ["-f", "keyvalue"])
+    if krc == 0:
+        try:
+            return {"agent": True, "reason": None, "format": "keyvalue", "ports": parse_keyvalue(kout)}
+        except LldpError as exc:
+            return {"agent": False, "reason": str(exc), "ports": {}}
+    said = (err or out or kerr or kout).strip().splitlines()
+    return {"agent": False, "reason": "no LLDP agent: lldpd is not running (%s)" % (said[-1] if said else rc),
+            "ports": {}}

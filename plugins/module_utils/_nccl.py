@@ -81,16 +81,22 @@ def _below_vlans(facts, name, keep_last=False):
     return nic
 
 
-def ports_under(facts, name):
-    """The physical ports (those with a PCI address) under an interface: a VLAN's parent's, a bond's members, or
-    the interface itself."""
+def ports_under(facts, name, physical_only=True):
+    """The ports an interface's traffic leaves on: a VLAN's parent's, a bond's members, or the interface itself.
+    ``physical_only`` keeps those with a PCI address (what has slots, link modes, NUMA); without it a veth or other
+    virtual port counts too (it has LLDP neighbours all the same)."""
     nic = _below_vlans(facts, name)
     if nic is None:
         return []
-    members = [n for n in facts.get("nics") or [] if n.get("bond_master") == nic["name"]]
-    if members:
-        return [m for m in members if m.get("address")]
-    return [nic] if nic.get("address") else []
+    members = [n for n in facts.get("nics") or [] if n.get("bond_master") == nic["name"]] or [nic]
+    return [m for m in members if m.get("address") or not physical_only]
+
+
+def base_interface(facts, name):
+    """The interface under ``name``'s VLANs (bond0.100 rides on bond0); ``name`` itself when it is no VLAN or the
+    facts do not know it."""
+    nic = _below_vlans(facts, name, keep_last=True)
+    return nic["name"] if nic is not None else name
 
 
 def _link_speed(facts, iface):

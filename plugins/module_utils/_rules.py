@@ -18,6 +18,8 @@ __metaclass__ = type
 import fnmatch
 from collections import namedtuple
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import base_interface, ifname_matches, ports_under
+
 SEVERITIES = ("fail", "warn", "info")
 _PATH_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4}
 SEVERITY_RANK = {"fail": 0, "warn": 1, "info": 2}
@@ -705,26 +707,16 @@ def net_training_on_management(ctx):
         raise NotApplicable("fabric_networks names no training and management network")
     attachments = ctx.expect.get("attachments") or {}
     addresses = _interface_addresses(ctx.facts)
-    parent = dict((v["name"], v["parent"]) for v in ctx.facts.get("vlans") or [] if v.get("parent"))
-
-    def base(iface):
-        # A VLAN rides on its parent: bond0.100 is on bond0.
-        seen = set()
-        while iface in parent and iface not in seen:
-            seen.add(iface)
-            iface = parent[iface]
-        return iface
-
     for mgmt_name, mgmt in management:
-        mgmt_ifaces = set(base(i) for i, a in addresses if any(a.ip in s for s in mgmt["subnets"]))
+        mgmt_ifaces = set(base_interface(ctx.facts, i) for i, a in addresses if any(a.ip in s for s in mgmt["subnets"]))
         if attachments.get(mgmt_name):
-            mgmt_ifaces.add(base(attachments[mgmt_name]))
+            mgmt_ifaces.add(base_interface(ctx.facts, attachments[mgmt_name]))
         for name, net in training:
             if net["allow_on_management"]:
                 continue
-            ifaces = set(base(i) for i, a in addresses if any(a.ip in s for s in net["subnets"]))
+            ifaces = set(base_interface(ctx.facts, i) for i, a in addresses if any(a.ip in s for s in net["subnets"]))
             if attachments.get(name):
-                ifaces.add(base(attachments[name]))
+                ifaces.add(base_interface(ctx.facts, attachments[name]))
             shared = sorted(ifaces & mgmt_ifaces)
             if shared:
                 ctx.finding(shared[0], "training network %s rides on %s, the management interface (%s)"
@@ -789,7 +781,6 @@ def _nccl_conf(ctx):
     the management NIC.""",
     """Name the training interface exactly (`NCCL_SOCKET_IFNAME==bond0.100`); the nccl role writes it so.""")
 def nccl_socket_ifname(ctx):
-    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import ifname_matches
     conf = _nccl_conf(ctx)
     spec = conf["values"].get("NCCL_SOCKET_IFNAME")
     if not spec:
@@ -1012,15 +1003,8 @@ ETHERNET_FRAME = 18  # 14 bytes header + 4 bytes FCS around the MTU; a VLAN tag 
 
 
 def _ports_of(facts, device):
-    """The ports a device's traffic leaves on: a VLAN's parent's, a bond's members, or the device itself."""
-    nics = dict((n["name"], n) for n in facts.get("nics") or [])
-    parent = dict((v["name"], v.get("parent")) for v in facts.get("vlans") or [] if v.get("parent"))
-    seen = set()
-    while device in parent and device not in seen:
-        seen.add(device)
-        device = parent[device]
-    members = sorted(n for n, nic in nics.items() if nic.get("bond_master") == device)
-    return members or ([device] if device in nics else [])
+    """The ports a device's traffic leaves on (by name, sorted): a VLAN's parent's, a bond's members, or itself."""
+    return sorted(n["name"] for n in ports_under(facts, device, physical_only=False))
 
 
 def _lldp(ctx):

@@ -228,7 +228,8 @@ ansible_facts:
           returned: when rdma is gathered
         lldp:
           description:
-            - C(agent) (whether lldpd answered), C(reason) when it did not (V(no LLDP agent ...)), and C(ports), a map
+            - C(agent) (whether lldpd answered), C(reason) when it did not (V(no LLDP agent ...)), C(format) (the
+              lldpctl output read, V(json0), or V(keyvalue) where lldpctl was built without JSON), and C(ports), a map
               of local port to its neighbours. Each neighbour has C(chassis_name), C(chassis_id), C(mgmt_ip),
               C(port_id), C(port_id_type), C(port_descr), C(ttl), C(pvid), C(vlans) (C(id), C(name), C(pvid)),
               C(aggregation) (C(enabled), C(port_id); C(null) when the neighbour does not say the port is

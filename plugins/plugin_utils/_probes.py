@@ -19,6 +19,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ipaddress
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import ethernet_goodput
+from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import nic_by_name, ports_under
+
 
 def all_pairs(hosts):
     """Rounds of disjoint pairs covering every unordered pair exactly once."""
@@ -103,7 +108,6 @@ def coverage(rounds, hosts, switch_of=None):
 # ---- probe targets from facts and intent ------------------------------------------------------------------
 def _address_on(facts, network):
     """(interface, ip) of this host's address in the network's subnet (IPv4 first), or (None, None)."""
-    import ipaddress
     for key, subnet in (("ipv4", network.get("subnet")), ("ipv6", network.get("subnet6"))):
         if subnet is None:
             continue
@@ -122,7 +126,6 @@ def _address_on(facts, network):
 def _flow_speed(facts, iface):
     """Mbit/s one TCP flow can reach through ``iface``: the slowest port under it (a flow rides one bond leg), or
     the interface's own speed when it has no physical port (veth, virtio without PCI address)."""
-    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import nic_by_name, ports_under
     speeds = [p.get("speed_mbps") for p in ports_under(facts, iface) if (p.get("speed_mbps") or 0) > 0]
     if speeds:
         return min(speeds)
@@ -133,13 +136,11 @@ def _flow_speed(facts, iface):
 def _mtu(network, facts, iface):
     if network.get("mtu"):
         return network["mtu"], "fabric_networks.%s.mtu" % network["name"]
-    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import nic_by_name
     mtu = (nic_by_name(facts, iface) or {}).get("mtu")
     return (mtu, "%s's MTU" % iface) if mtu else (1500, "default")
 
 
 def _iface_mtu(facts, iface):
-    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import nic_by_name
     return (nic_by_name(facts, iface) or {}).get("mtu")
 
 
@@ -154,7 +155,6 @@ def targets(inputs, throughput_roles=("training", "storage"), networks=None, all
     "plans": {network: plan summary}}. A throughput round pairs hosts on one network; in each pair the client entry
     carries the expected goodput of the bandwidth model (Gbit/s) and its basis.
     """
-    from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import ethernet_goodput
     defined = {}
     for host in sorted(inputs):
         for name, net in sorted((inputs[host].get("networks") or {}).items()):

@@ -272,6 +272,19 @@ def test_lldp_neighbours_on_the_bond_legs(vms, ansible_env, tmp_path):
     with open(str(report / "report.json")) as handle:
         outcomes = json.load(handle)["outcomes"]["vm1"]
     assert outcomes["LLDP-001"]["status"] == "pass" and outcomes["LLDP-002"]["status"] == "pass", outcomes
+    # virtio NICs report a speed (qemu's speed=100000) but no link modes: the facts carry what ethtool says, and the
+    # link-mode rules say they cannot judge rather than fail or pass
+    from ansible_collections.gpuops.fabric.plugins.module_utils._ethtool import parse as parse_ethtool
+    text = vm(1, "ethtool enp0s4").stdout
+    if capture:  # how tests/fixtures/ethtool/virtio-net-100g.txt was made
+        with open(os.path.join(capture, "virtio-net-100g.txt"), "w") as handle:
+            handle.write(text)
+    modes = parse_ethtool(text)
+    assert modes["name"] == "enp0s4" and modes["speed_mbps"] == 100000 and modes["duplex"] == "full", modes
+    assert modes["supported_modes"] == [] and modes["max_supported_mbps"] is None, modes
+    for rule in ("LINK-001", "LINK-002", "LINK-003"):
+        assert outcomes[rule]["status"] == "not_applicable", (rule, outcomes[rule])
+        assert "reports its link modes" in outcomes[rule]["reason"], outcomes[rule]
 
 
 def _inventory_with_management_change(vms, tmp_path, allow):

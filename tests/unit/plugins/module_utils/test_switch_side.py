@@ -50,6 +50,45 @@ def test_lldp_gather_without_a_running_daemon():
     assert found["agent"] is False and "not running" in found["reason"] and found["ports"] == {}
 
 
+@pytest.mark.parametrize("capture", ["ns-veth", "ns-switch-port", "vm-netplan-bond-legs",
+                                     "vm-networkmanager-bond-legs"])
+def test_lldp_keyvalue_reads_as_json0(capture):
+    """lldpctl built without JSON output prints keyvalue; read from the same daemon at the same moment, it must give
+    the same neighbours (VLAN list, aggregation, two management addresses) as json0."""
+    assert _lldp.parse_keyvalue(read("lldp", capture + ".keyvalue")) == _lldp.parse(read("lldp", capture + ".json0"))
+
+
+def test_lldp_keyvalue_edges():
+    text = read("lldp", "ns-veth.keyvalue")
+    dotted = text.replace("lldp.q0.", "lldp.bond0.100.")  # a port name with dots ends before the first known key
+    assert list(_lldp.parse_keyvalue(dotted)) == ["bond0.100"]
+    two = text + text.replace("node-b", "node-c")  # two neighbours on one port (a hub, or a bridge in a test bed)
+    assert [n["chassis_name"] for n in _lldp.parse_keyvalue(two)["q0"]] == ["node-b", "node-c"]
+    assert _lldp.parse_keyvalue("") == {}
+    with pytest.raises(_lldp.LldpError, match="not lldpctl keyvalue output"):
+        _lldp.parse_keyvalue(read("lldp", "no-agent.txt"))
+    with pytest.raises(_lldp.LldpError, match="start a neighbour"):
+        _lldp.parse_keyvalue(text.split("\n", 1)[1])
+
+
+def test_lldp_gather_falls_back_to_keyvalue():
+    """An lldpctl without JSON support (hand-written refusal; the keyvalue answer is the real capture): the facts
+    come from keyvalue and say so; with neither answering, the node has no agent."""
+    said = []
+
+    def run(argv):
+        said.append(argv[-1])
+        if argv[-1] == "json0":
+            return 1, "", "lldpctl: unknown output format json0\n"  # hand-written: what a build without JSON says
+        return 0, read("lldp", "vm-netplan-bond-legs.keyvalue"), ""
+
+    found = _lldp.gather(run, "/usr/sbin/lldpctl", socket="/run/x.sock")
+    assert said == ["json0", "keyvalue"] and found["agent"] is True and found["format"] == "keyvalue"
+    assert found["ports"] == _lldp.parse(read("lldp", "vm-netplan-bond-legs.json0"))
+    down = _lldp.gather(lambda argv: (1, "", "cannot connect to lldpd socket\n"), "/usr/sbin/lldpctl")
+    assert down["agent"] is False and down["reason"].endswith("(cannot connect to lldpd socket)")
+
+
 # ---- ethtool ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name, speeds, advertised, speed, port, media", [
     ("aquantia-10gbaset.txt", [10, 100, 1000, 2500, 5000, 10000], 10000, None, None, ["base-t"]),
@@ -58,6 +97,7 @@ def test_lldp_gather_without_a_running_daemon():
     ("aquantia-aqc111-usb.txt", [100, 1000], 1000, 1000, "mii", ["base-t"]),
     ("mellanox-connectx5-ex.txt", [1000, 10000, 40000], None, None, None, ["backplane", "dac"]),
     ("veth.txt", [], None, 10000, "twisted_pair", []),
+    ("virtio-net-100g.txt", [], None, 100000, "other", []),
 ])
 def test_ethtool_link_modes(name, speeds, advertised, speed, port, media):
     parsed = _ethtool.parse(read("ethtool", name))
@@ -151,6 +191,29 @@ def test_lldp_frame_size():
     assert {f["subject"] for f in findings} == {"ens1f0"}
     assert "takes frames up to 1522 bytes; network storage (MTU 9000, VLAN 200) needs 9022" in " ".join(
         f["message"] for f in findings)
+
+
+def test_lldp_rules_on_a_captured_switch_port():
+    """Real decoded TLVs (tests/fixtures/lldp/ns-switch-port.json0): leaf01 swp1, PVID 1, VLANs 100 and 300, frames
+    up to 1518 bytes, put under both legs of the hand-written bonded node."""
+    [port] = _lldp.parse(read("lldp", "ns-switch-port.json0"))["eth1"]
+    assert (port["chassis_name"], port["port_id"], port["port_id_type"], port["mfs"], port["pvid"]) == (
+        "leaf01", "swp1", "local", 1518, 1)
+    assert port["vlans"] == [{"id": 100, "name": "vlan100", "pvid": False},
+                             {"id": 300, "name": "vlan300", "pvid": False}, {"id": 1, "name": None, "pvid": True}]
+    node = facts({"ens1f0": [port], "ens1f1": [dict(port, port_id="swp2", port_descr="swp2")]})
+    small = found(node, "LLDP-003")[0]
+    assert len(small) == 4  # both legs, both networks (training VLAN 100, storage VLAN 200)
+    assert "leaf01 swp1 takes frames up to 1518 bytes; network storage (MTU 9000, VLAN 200) needs 9022" in \
+        " ".join(f["message"] for f in small)
+    vlans = found(node, "LLDP-001")[0]
+    assert [(f["subject"], f["evidence"]["vlan"]) for f in vlans] == [("ens1f0", 200), ("ens1f1", 200)]
+    assert "(it advertises 1, 100, 300)" in vlans[0]["message"]
+    untagged = dict(EXPECT, networks={"training": dict(NET["training"], mtu=1500, vlan=None)},
+                    attachments={"training": "bond0"})
+    assert found(node, "LLDP-003", untagged)[1] == ("pass", None)  # 1500 + 18 fits exactly
+    tagged = dict(untagged, networks={"training": dict(NET["training"], mtu=1500)})
+    assert "needs 1522" in found(node, "LLDP-003", tagged)[0][0]["message"]  # the tag's 4 bytes do not
 
 
 def test_lldp_cabling_plan():
