@@ -142,7 +142,7 @@ def parse(text):
 # keyvalue: one "lldp.<port>.<key path>=<value>" line per value, a neighbour's lines in a row starting with "via";
 # repeated keys (mgmt-ip, vlan) repeat the line. A port name may hold dots (eth0.100), so the port ends before the
 # first of these.
-_KV_TOP = ("via", "rid", "age", "chassis", "port", "vlan", "ppvid", "pi", "unknown-tlvs", "lldp-med", "dcbx",
+_KV_TOP = ("via", "rid", "age", "chassis", "port", "vlan", "pvid", "ppvid", "pi", "unknown-tlvs", "lldp-med", "dcbx",
            "power", "custom")
 _KV_ID_TYPES = ("mac", "ifname", "local", "ip", "ifalias")
 

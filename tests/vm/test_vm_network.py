@@ -286,6 +286,43 @@ def test_lldp_neighbours_on_the_bond_legs(vms, ansible_env, tmp_path):
         assert outcomes[rule]["status"] == "not_applicable", (rule, outcomes[rule])
         assert "reports its link modes" in outcomes[rule]["reason"], outcomes[rule]
 
+    # The bond the "switch" never aggregated: vm2's enp0s5 leaves its bond, so vm1's enp0s5 faces a port that says
+    # it is not aggregated; the audit names that leg. Then vm2's port goes back.
+    if vms["kind"] == "networkmanager":  # NetworkManager would put its port straight back into the bond
+        vm(2, "nmcli device set enp0s5 managed no")
+    vm(2, "ip link set enp0s5 nomaster; ip link set enp0s5 up")  # a released port is left down
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            vm(2, "lldpcli update", check=False)
+            ports = parse(vm(1, "lldpctl -f json0").stdout)
+            if ports.get("enp0s5") and ports["enp0s5"][0]["aggregation"] is None:
+                break
+            time.sleep(2)
+        assert ports["enp0s5"][0]["aggregation"] is None and ports["enp0s4"][0]["aggregation"], ports
+        if capture:  # how tests/fixtures/lldp/vm-*-leg-not-aggregated.json0 were made
+            with open(os.path.join(capture, "vm-%s-leg-not-aggregated.json0" % vms["kind"]), "w") as handle:
+                handle.write(vm(1, "lldpctl -f json0").stdout)
+        fault = tmp_path / "fault"
+        audit = playbook(ansible_env, vms["inventory"], "gpuops.fabric.audit", "-e", "fabric_report_dir=%s" % fault,
+                         "-e", "fabric_audit_fail_on=never")
+        assert audit.returncode == 0, audit.stdout[-3000:]
+        with open(str(fault / "report.json")) as handle:
+            report = json.load(handle)
+        assert report["outcomes"]["vm1"]["LLDP-002"]["status"] == "findings", report["outcomes"]["vm1"]["LLDP-002"]
+        said = [(f["subject"], f["message"]) for f in report["findings"] if f["host"] == "vm1" and f["id"] == "LLDP-002"]
+        assert [s for s, _m in said] == ["enp0s5"], said
+        assert "enp0s5 is a member of bond0 (802.3ad) but its switch port" in said[0][1], said
+        assert "does not say it is aggregated" in said[0][1], said
+    finally:
+        if vms["kind"] == "networkmanager":
+            vm(2, "nmcli device set enp0s5 managed yes; nmcli connection up gpuops-enp0s5", check=False)
+        else:
+            vm(2, "ip link set enp0s5 down; ip link set enp0s5 master bond0; ip link set enp0s5 up", check=False)
+    bond = wait_for_lacp(2)
+    assert sorted(m.name for m in bond.members if m.partner_mac not in (None, "00:00:00:00:00:00")) == [
+        "enp0s4", "enp0s5"], bond  # both legs back in the aggregation, each with vm1 as LACP partner
+
 
 def _inventory_with_management_change(vms, tmp_path, allow):
     data = inventory_data(vms["kind"])

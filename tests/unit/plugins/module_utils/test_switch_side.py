@@ -193,6 +193,23 @@ def test_lldp_frame_size():
         f["message"] for f in findings)
 
 
+@pytest.mark.parametrize("kind", ["netplan", "networkmanager"])
+def test_lldp_leg_not_aggregated_on_the_vms_capture(kind):
+    """Real TLVs of the fault (vm2's enp0s5 taken out of its bond, tests/vm): one leg's neighbour aggregated in 5 with
+    the VLANs, the other not aggregated and carrying none. LLDP-002 names that leg only; LLDP-001 judges the leg that
+    says which VLANs it carries (and it carries them)."""
+    ports = _lldp.parse(read("lldp", "vm-%s-leg-not-aggregated.json0" % kind))
+    assert ports["enp0s4"][0]["aggregation"] == {"enabled": True, "port_id": 5}
+    assert ports["enp0s5"][0]["aggregation"] is None and ports["enp0s5"][0]["vlans"] == []
+    vm1 = facts({"ens1f0": ports["enp0s4"], "ens1f1": ports["enp0s5"]})
+    findings = found(vm1, "LLDP-002")[0]
+    assert [f["subject"] for f in findings] == ["ens1f1"]
+    peer = ports["enp0s5"][0]["chassis_name"]  # vm2 as booted, or "vm" as NetworkManager's DHCP named it
+    assert "ens1f1 is a member of bond0 (802.3ad) but its switch port %s enp0s5 does not say it is aggregated" % peer \
+        in findings[0]["message"]
+    assert found(vm1, "LLDP-001")[1] == ("pass", None)
+
+
 def test_lldp_rules_on_a_captured_switch_port():
     """Real decoded TLVs (tests/fixtures/lldp/ns-switch-port.json0): leaf01 swp1, PVID 1, VLANs 100 and 300, frames
     up to 1518 bytes, put under both legs of the hand-written bonded node."""
