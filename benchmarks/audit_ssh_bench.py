@@ -17,7 +17,6 @@ import sys
 import tempfile
 import time
 
-import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
@@ -41,13 +40,10 @@ def bench(count, forks, probes, collections, work):
     bed.up()
     up_s = time.perf_counter() - start
     try:
-        group = bed.connection_vars()
-        group.update({"fabric_networks": {"training": {"role": "training", "subnet": bed.train_subnet(), "mtu": 9000}},
-                      "fabric_attachments": {"training": "eth1"}, "fabric_audit_fail_on": "never",
-                      "fabric_report_dir": os.path.join(work, "report%d" % count), "fabric_probe_duration": 2})
-        inventory = os.path.join(work, "inventory%d.yml" % count)
-        with open(inventory, "w") as handle:
-            yaml.safe_dump({"all": {"vars": group, "hosts": bed.hostvars()}}, handle)
+        group = {"fabric_networks": {"training": {"role": "training", "subnet": bed.train_subnet(), "mtu": 9000}},
+                 "fabric_attachments": {"training": "eth1"}, "fabric_audit_fail_on": "never",
+                 "fabric_report_dir": os.path.join(work, "report%d" % count), "fabric_probe_duration": 2}
+        inventory = bed.write_inventory(os.path.join(work, "inventory%d.yml" % count), group)
         bindir = os.path.dirname(sys.executable)
         env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_FORKS=str(forks),
                    ANSIBLE_PIPELINING="1", ANSIBLE_HOST_KEY_CHECKING="0", ANSIBLE_LOCALHOST_WARNING="0",

@@ -10,6 +10,7 @@ The hosts share the machine's filesystem, processes and Python; only the network
 own. No default route. Run as root. Addresses are in the benchmark range 198.18.0.0/15 only.
 """
 
+import json
 import os
 import shutil
 import signal
@@ -225,6 +226,15 @@ class NamespaceHosts:
             "ansible_python_interpreter": "/usr/bin/python3",
         }
 
+    def write_inventory(self, path, group_vars=None, hosts=None):
+        """An Ansible inventory of the hosts (all, or the names in ``hosts``) with the SSH settings and
+        ``group_vars``, written to ``path`` as JSON (which Ansible's YAML inventory reads); returns ``path``."""
+        group = dict(self.connection_vars(), **(group_vars or {}))
+        chosen = dict((n, v) for n, v in self.hostvars().items() if hosts is None or n in hosts)
+        with open(str(path), "w") as handle:
+            json.dump({"all": {"vars": group, "hosts": chosen}}, handle, indent=1)
+        return str(path)
+
 
 def _hex(data):
     return ",".join("%02x" % b for b in data)
@@ -271,7 +281,6 @@ def main(argv=None):
     nshosts.py up --work DIR --count N [--prefix P] [--mgmt-octet A] [--train-octet B] --inventory FILE [--vars FILE]
     nshosts.py down --work DIR [--prefix P]"""
     import argparse
-    import json
     parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
     parser.add_argument("action", choices=["up", "down"])
     parser.add_argument("--work", required=True)
@@ -289,14 +298,12 @@ def main(argv=None):
         return
     bed.up()
     if args.inventory:
-        group = bed.connection_vars()
-        group["fabric_test_subnet"] = bed.train_subnet()
+        group = {"fabric_test_subnet": bed.train_subnet()}
         if args.vars:
             import yaml
             with open(args.vars) as handle:
                 group.update(yaml.safe_load(handle) or {})
-        with open(args.inventory, "w") as handle:
-            json.dump({"all": {"vars": group, "hosts": bed.hostvars()}}, handle, indent=1)
+        bed.write_inventory(args.inventory, group)
 
 
 if __name__ == "__main__":

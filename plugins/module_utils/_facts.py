@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.fabric.plugins.module_utils import _ethtool, _lldp
 from ansible_collections.gpuops.fabric.plugins.module_utils._cpulist import parse_cpulist
 from ansible_collections.gpuops.fabric.plugins.module_utils._errors import TopologyError
 from ansible_collections.gpuops.fabric.plugins.module_utils._model import (
@@ -567,7 +568,6 @@ def gather(source="sysfs", root="/", path=None, gather_subset=None, nvml="auto",
 def merge_switch_side(facts, run, which, subsets, lldp_socket=None):
     """Live node only: the ``lldp`` subset (neighbours from lldpd) and each physical NIC's ``link_modes`` (ethtool).
     ``run(argv) -> (rc, out, err)``; ``which(name)`` -> path or None."""
-    from ansible_collections.gpuops.fabric.plugins.module_utils import _ethtool, _lldp
     if "lldp" in subsets:
         facts["lldp"] = _lldp.gather(run, which("lldpctl"), lldp_socket)
     if "link_modes" in subsets and facts.get("nics"):

@@ -20,6 +20,7 @@ EXPECTATION_KEYS = ("gpu", "nics", "rdma")
 GPU_KEYS = ("width", "generation")
 NIC_KEYS = ("name", "speed_mbps", "mtu")
 WAIVER_KEYS = ("rule", "hosts", "subject", "reason", "expires")
+CABLING_KEYS = ("switch", "port")
 MTU_RANGE = (68, 9216)
 
 
@@ -119,13 +120,13 @@ def read_cabling(value, key="fabric_cabling"):
         if not isinstance(entry, dict):
             errors.append("%s: expected a mapping with switch and port, got %r" % (where, entry))
             continue
-        unknown = sorted(set(entry) - {"switch", "port"}, key=str)
-        for name in unknown:
-            errors.append("%s.%s: unknown key (known: switch, port)" % (where, name))
-        for name in ("switch", "port"):
+        before = len(errors)
+        for name in sorted(set(entry) - set(CABLING_KEYS), key=str):
+            errors.append("%s.%s: unknown key (known: %s)" % (where, name, ", ".join(CABLING_KEYS)))
+        for name in CABLING_KEYS:
             if not isinstance(entry.get(name), str) or not entry.get(name):
                 errors.append("%s.%s: %r must be a non-empty string" % (where, name, entry.get(name)))
-        if not unknown and all(isinstance(entry.get(n), str) and entry.get(n) for n in ("switch", "port")):
+        if len(errors) == before:
             plan[str(port)] = {"switch": entry["switch"], "port": entry["port"]}
     return plan, errors
 

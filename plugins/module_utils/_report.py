@@ -117,10 +117,7 @@ def render_markdown(report):
         lines += ["", "## Cabling (LLDP)", "", "| host | port | switch | switch port | VLANs | aggregation | max frame |",
                   "|---|---|---|---|---|---|---|"]
         for c in report["cabling"]:
-            lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-                _md(c["host"]), _md(c["port"]), _md(c["switch"]), _md(c["switch_port"]),
-                ", ".join(str(v) for v in c["vlans"]) or "-", c["aggregation"] if c["aggregation"] is not None else "-",
-                c["mfs"] or "-"))
+            lines.append("| %s |" % " | ".join(_md(cell) for cell in _cabling_cells(c, "-")))
     lines += ["", "## Rules", ""]
     for rule in report["rules"]:
         lines += ["### %s %s (%s)" % (rule["id"], rule["title"], rule["severity"]), "", rule["description"], "",
@@ -276,10 +273,7 @@ def render_html(report):
                 '<table id="cabling"><thead><tr><th>host</th><th>port</th><th>switch</th><th>switch port</th>'
                 "<th>VLANs</th><th>aggregation</th><th>max frame</th></tr></thead><tbody>"]
         for c in report["cabling"]:
-            aggregation = c["aggregation"] if c["aggregation"] is not None else ""
-            cells = (c["host"], c["port"], c["switch"], c["switch_port"], ", ".join(str(v) for v in c["vlans"]),
-                     aggregation, c["mfs"] or "")
-            out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(str(cell)) for cell in cells))
+            out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in _cabling_cells(c, "")))
         out.append("</tbody></table>")
     out += ["<h2>Rules</h2>", "<table><thead><tr><th>rule</th><th>severity</th><th>why it matters</th><th>fix</th>"
             "</tr></thead><tbody>"]
@@ -289,6 +283,14 @@ def render_html(report):
             esc(rule["remediation"])))
     out += ["</tbody></table>", "</body></html>"]
     return "\n".join(out) + "\n"
+
+
+def _cabling_cells(row, missing):
+    """A cabling row's table cells as text, ``missing`` where the neighbour said nothing."""
+    aggregation = row["aggregation"] if row["aggregation"] is not None else missing
+    return [str(cell) for cell in (row["host"], row["port"], row["switch"], row["switch_port"],
+                                   ", ".join(str(v) for v in row["vlans"]) or missing, aggregation,
+                                   row["mfs"] or missing)]
 
 
 def cabling_svg(rows):

@@ -1003,8 +1003,9 @@ ETHERNET_FRAME = 18  # 14 bytes header + 4 bytes FCS around the MTU; a VLAN tag 
 
 
 def _ports_of(facts, device):
-    """The ports a device's traffic leaves on (by name, sorted): a VLAN's parent's, a bond's members, or itself."""
-    return sorted(n["name"] for n in ports_under(facts, device, physical_only=False))
+    """The NIC facts of the ports a device's traffic leaves on, by name: a VLAN's parent's, a bond's members, or
+    the device itself (virtual ports too: a veth has LLDP neighbours)."""
+    return sorted(ports_under(facts, device, physical_only=False), key=lambda nic: nic["name"])
 
 
 def _lldp(ctx):
@@ -1040,8 +1041,8 @@ def _neighbours_under(ctx, wanted):
         if not net.get(wanted):
             continue
         for port in _ports_of(ctx.facts, device):
-            for neighbour in ports.get(port) or []:
-                yield name, net, device, port, neighbour
+            for neighbour in ports.get(port["name"]) or []:
+                yield name, net, device, port["name"], neighbour
 
 
 @host_rule(
@@ -1152,16 +1153,16 @@ def lldp_cabling(ctx):
 
 
 def _link_modes(ctx, roles=None):
-    """[(network, net, port, link_modes)] for ports under attached networks (of ``roles``) with link modes."""
+    """[(network, net, port's NIC fact, link_modes)] for ports under attached networks (of ``roles``) with link
+    modes."""
     found = []
     for name, net, device in _attached(ctx):
         if roles and net["role"] not in roles:
             continue
-        nics = dict((n["name"], n) for n in ctx.facts.get("nics") or [])
-        for port in _ports_of(ctx.facts, device):
-            modes = (nics.get(port) or {}).get("link_modes")
+        for nic in _ports_of(ctx.facts, device):
+            modes = nic.get("link_modes")
             if modes and modes.get("supported_speeds_mbps"):
-                found.append((name, net, port, modes))
+                found.append((name, net, nic, modes))
     if not found:
         raise NotApplicable("no port of an attached network reports its link modes (subset link_modes, live node, "
                             "a driver that reports them)")
@@ -1175,7 +1176,8 @@ def _link_modes(ctx, roles=None):
     """Use a NIC (or transceiver) that supports the network's speed on this network, or correct speed_mbps.""")
 def link_speed_capability(ctx):
     judged = 0
-    for name, net, port, modes in _link_modes(ctx):
+    for name, net, nic, modes in _link_modes(ctx):
+        port = nic["name"]
         if not net.get("speed_mbps"):
             continue
         judged += 1
@@ -1195,11 +1197,10 @@ def link_speed_capability(ctx):
     or switch ports. Information for planning, with the card's port count (single or dual port).""",
     """Plan NICs with headroom (for example 100/200G cards) where the network will grow.""")
 def link_headroom(ctx):
-    nics = dict((n["name"], n) for n in ctx.facts.get("nics") or [])
-    for name, _net, port, modes in _link_modes(ctx, roles=("training", "storage")):
-        speed = modes.get("speed_mbps") or (nics.get(port) or {}).get("speed_mbps")
+    for name, _net, nic, modes in _link_modes(ctx, roles=("training", "storage")):
+        port = nic["name"]
+        speed = modes.get("speed_mbps") or nic.get("speed_mbps")
         if speed and speed >= modes["max_supported_mbps"]:
-            nic = nics.get(port) or {}
             ctx.finding(port, "%s (network %s) runs at %s Mb/s, the fastest its card supports (%s-port card %s)" % (
                 port, name, speed, nic.get("ports_on_card") or "?", nic.get("card") or "?"),
                 {"port": port, "network": name, "speed_mbps": speed,
@@ -1212,7 +1213,8 @@ def link_headroom(ctx):
     per link for the PHY) and draw several watts less per port; collective traffic notices the latency.""",
     """Prefer SFP+/SFP28 ports with DAC or AOC cables for training links within a rack.""")
 def link_base_t(ctx):
-    for name, _net, port, modes in _link_modes(ctx, roles=("training",)):
+    for name, _net, nic, modes in _link_modes(ctx, roles=("training",)):
+        port = nic["name"]
         twisted = modes.get("port") == "twisted_pair" or "TP" in (modes.get("supported_ports") or [])
         if twisted and modes.get("media") == ["base-t"] and modes["max_supported_mbps"] >= 10000:
             ctx.finding(port, "%s (training network %s) is a BASE-T port (%s)" % (

@@ -12,7 +12,6 @@ import subprocess
 import time
 
 import pytest
-import yaml
 
 from conftest import REPO, recap
 from nshosts import NamespaceHosts, iperf3_processes
@@ -41,19 +40,16 @@ def testbed(tmp_path_factory):
 
 
 def inventory(bed, tmp_path, **extra):
-    group = bed.connection_vars()
-    group.update({
+    group = {
         "fabric_networks": {"training": {"role": "training", "subnet": bed.train_subnet(), "mtu": 9000,
                                          "speed_mbps": 1000}},
         "fabric_attachments": {"training": "eth1"},
         "fabric_audit_fail_on": "never",
         "fabric_report_dir": str(tmp_path / "report"),
         "fabric_probe_duration": 2,
-    })
+    }
     group.update(extra)
-    path = tmp_path / "inventory.yml"
-    path.write_text(yaml.safe_dump({"all": {"vars": group, "hosts": bed.hostvars()}}))
-    return str(path)
+    return bed.write_inventory(tmp_path / "inventory.yml", group)
 
 
 def audit_argv(inv, *args):

@@ -14,7 +14,6 @@ import subprocess
 import time
 
 import pytest
-import yaml
 
 from conftest import REPO
 from nshosts import NamespaceHosts
@@ -55,8 +54,7 @@ def wait_for(hosts, socket, switch):
 
 
 def audit(env, hosts, socket, tmp_path):
-    group = hosts.connection_vars()
-    group.update({
+    group = {
         "fabric_networks": {"training": {"role": "training", "subnet": hosts.train_subnet(), "mtu": 9000,
                                          "vlan": 200}},
         "fabric_attachments": {"training": "eth1"},
@@ -64,12 +62,11 @@ def audit(env, hosts, socket, tmp_path):
         "fabric_facts_lldp_socket": socket,
         "fabric_audit_fail_on": "never",
         "fabric_report_dir": str(tmp_path / "report"),
-    })
+    }
     node = hosts.names[0]
     tmp_path.mkdir()
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text(yaml.safe_dump({"all": {"vars": group, "hosts": {node: hosts.hostvars()[node]}}}))
-    done = subprocess.run(["ansible-playbook", "-i", str(inventory), os.path.join(REPO, "playbooks", "audit.yml")],
+    inventory = hosts.write_inventory(tmp_path / "inventory.yml", group, hosts=[node])
+    done = subprocess.run(["ansible-playbook", "-i", inventory, os.path.join(REPO, "playbooks", "audit.yml")],
                           env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     with open(str(tmp_path / "report" / "report.json")) as handle:

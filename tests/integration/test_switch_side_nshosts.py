@@ -25,9 +25,7 @@ def bed(tmp_path_factory):
 
 
 def facts(env, hosts, sockets, tmp_path, host):
-    group = hosts.connection_vars()
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text(yaml.safe_dump({"all": {"vars": group, "hosts": hosts.hostvars()}}))
+    inventory = hosts.write_inventory(tmp_path / "inventory.yml")
     out = tmp_path / ("%s.json" % host)
     playbook = tmp_path / "facts.yml"
     playbook.write_text(yaml.safe_dump([{
