@@ -8,6 +8,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import UnsafeValue
 from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import (
     MODES,
     nccl_settings,
@@ -54,6 +55,10 @@ class ActionModule(ControllerAction):
             raise AnsibleActionFail("NCCL environment of %s cannot be derived:\n%s" % (host, "\n".join(errors)))
         for warning in warnings:
             self._display.warning("%s: %s" % (host, warning))
+        try:
+            content = render_conf(settings, notes)
+        except UnsafeValue as exc:
+            raise AnsibleActionFail("NCCL environment of %s cannot be written: %s" % (host, exc))
         result.update(changed=False, interface=interface, mode=args["mode"], settings=dict(settings),
-                      content=render_conf(settings, notes), notes=notes, warnings_list=warnings, topology=topology)
+                      content=content, notes=notes, warnings_list=warnings, topology=topology)
         return result

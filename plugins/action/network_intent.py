@@ -17,6 +17,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._intent import (
     plan_host,
     validate_networks,
 )
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import UnsafeValue, hostname_problem, safe_join
 from ansible_collections.gpuops.fabric.plugins.module_utils._renderers import RENDERERS
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
@@ -53,15 +54,24 @@ class ActionModule(ControllerAction):
             except IntentError as exc:
                 raise AnsibleActionFail(str(exc))
             indices = dict((h, new[h]) for h in needing)
-            if new != allocations and not self._task.check_mode:
-                self._write_allocations(allocation_file, new)
             result["allocations_changed"] = new != allocations
 
         plans, messages, warnings = {}, [], []
+        if args["render_dir"]:
+            # Host names become folder names under render_dir: one path component each, nothing else.
+            messages.extend("%s: inventory host name %r %s" % (h, h, hostname_problem(h)) for h in hosts
+                            if hostname_problem(h))
         for host in hosts:
             hv = hostvars[host]
             facts = (hv.get("ansible_facts") or {}).get("gpuops_fabric")
-            plan, errors, host_warnings = plan_host(host, hv, facts, indices.get(host))
+            try:
+                plan, errors, host_warnings = plan_host(host, hv, facts, indices.get(host))
+            except Exception as exc:  # pylint: disable=broad-except
+                # A validator that trips over an input nobody foresaw must still name the host and stop the run
+                # cleanly, before anything is touched, rather than end the task with a bare Python error.
+                plan, host_warnings = None, []
+                errors = ["its intent could not be checked (%s: %s); this is a gpuops.fabric bug, please report it "
+                          "with this host's fabric_ variables" % (type(exc).__name__, exc)]
             messages.extend("%s: %s" % (host, e) for e in errors)
             warnings.extend("%s: %s" % (host, w) for w in host_warnings)
             if plan is not None:
@@ -71,14 +81,31 @@ class ActionModule(ControllerAction):
             raise AnsibleActionFail("network intent is invalid:\n" + "\n".join(messages))
 
         rendered = {}
-        for host, plan in plans.items():
+        for host, plan in sorted(plans.items()):
             backends = [plan["backend"]] if plan["backend"] != "auto" else sorted(RENDERERS)
-            rendered[host] = dict((b, dict((p, {"content": c, "mode": m}) for p, (c, m) in RENDERERS[b](plan).items()))
-                                  for b in backends)
-            if args["render_dir"] and not self._task.check_mode:
-                for backend in rendered[host]:
-                    for path, (content, mode) in RENDERERS[backend](plan).items():
-                        write_atomic(os.path.join(args["render_dir"], host, backend, path.lstrip("/")), content, mode)
+            try:
+                rendered[host] = dict((b, dict((p, {"content": c, "mode": m}) for p, (c, m) in
+                                               RENDERERS[b](plan).items())) for b in backends)
+            except UnsafeValue as exc:
+                messages.append("%s: %s" % (host, exc))
+        if messages:
+            raise AnsibleActionFail("network intent cannot be rendered:\n" + "\n".join(messages))
+        # Pinned only once the whole intent is valid: a failed run leaves the allocation file as it was.
+        if result.get("allocations_changed") and not self._task.check_mode:
+            self._write_allocations(allocation_file, new)
+        if args["render_dir"] and not self._task.check_mode:
+            # Every path is checked before the first file is written: nothing is half-written.
+            targets = []
+            for host in sorted(rendered):
+                for backend in sorted(rendered[host]):
+                    for path, item in sorted(rendered[host][backend].items()):
+                        try:
+                            target = safe_join(args["render_dir"], host, backend, path.lstrip("/"))
+                        except ValueError as exc:
+                            raise AnsibleActionFail("%s: render_dir: %s" % (host, exc))
+                        targets.append((target, item["content"], item["mode"]))
+            for target, content, mode in targets:
+                write_atomic(target, content, mode)
         for warning in warnings:
             self._display.warning(warning)
         result.update(changed=False, plans=plans, rendered=rendered, warnings_list=warnings,
@@ -88,10 +115,18 @@ class ActionModule(ControllerAction):
     @staticmethod
     def _read_allocations(path):
         import yaml
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             return {}
-        with open(path) as handle:
-            data = yaml.safe_load(handle) or {}
+        if not os.path.isfile(path):
+            raise AnsibleActionFail("fabric_allocation_file: %s is not a regular file" % path)
+        if os.path.getsize(path) > 16 << 20:
+            raise AnsibleActionFail("fabric_allocation_file: %s is larger than 16 MiB; not an allocation file" % path)
+        try:
+            with open(path) as handle:
+                data = yaml.safe_load(handle) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise AnsibleActionFail("fabric_allocation_file: %s cannot be read as YAML: %s"
+                                    % (path, str(exc).replace("\n", " ")))
         hosts = data.get("hosts") if isinstance(data, dict) else None
         if not isinstance(hosts, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0
                                                   for v in hosts.values()):

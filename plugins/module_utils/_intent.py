@@ -13,8 +13,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
+import difflib
 import traceback
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import (
+    ifname_problem,
+    lldpd_pattern_problem,
+    network_problem,
+    type_word,
+)
 
 NETADDR_IMPORT_ERROR = None
 try:
@@ -29,11 +36,35 @@ NETWORK_KEYS = ("role", "subnet", "subnet6", "gateway", "gateway6", "vlan", "mtu
 ROUTE_KEYS = ("to", "via", "metric")
 BOND_KEYS = ("members", "mode", "lacp_rate", "xmit_hash_policy", "miimon", "primary", "mtu")
 BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb")
+# The kernel's bonding documentation: xmit_hash_policy "for balance-xor, 802.3ad, and tlb modes"; lacp_rate only in
+# 802.3ad; primary only in active-backup, balance-tlb and balance-alb.
+HASH_MODES = ("balance-xor", "802.3ad", "balance-tlb")
+ADDRESS_KEYS = ("ipv4", "ipv6")
+NETWORK_STATES = ("merged", "replaced", "rendered", "gathered")
 HASH_POLICIES = ("layer2", "layer2+3", "layer3+4", "encap2+3", "encap3+4", "vlan+srcmac")
 LACP_RATES = ("slow", "fast")
 BACKENDS = ("auto", "netplan", "networkmanager", "networkd")
 MTU_MIN, MTU_MAX = 68, 9216
-_IFNAME_BAD = re.compile(r"[\s/:]")
+# Every top-level variable the collection reads (and the results its playbooks register), so that a typo such as
+# fabric_attachment is named instead of silently planning bonds that carry nothing.
+KNOWN_VARIABLES = frozenset("""
+fabric_networks fabric_bonds fabric_attachments fabric_host_index fabric_addresses fabric_allocation_file
+fabric_hosts fabric_facts_source fabric_facts_root fabric_facts_path fabric_facts_nvml fabric_facts_lldp_socket
+fabric_network_state fabric_network_backend fabric_network_root fabric_network_rollback_timeout
+fabric_network_confirm_timeout fabric_network_allow_management fabric_network_lldpd fabric_network_lldpd_interfaces
+fabric_network_render_dir fabric_nccl_mode fabric_nccl_interface fabric_nccl_env fabric_nccl_root
+fabric_nccl_conf_path fabric_nccl_topo_file fabric_nccl_topo_path fabric_nccl_tests_launcher
+fabric_nccl_tests_expected_busbw fabric_nccl_tests_timeout fabric_nccl_tests_binary fabric_nccl_tests_args
+fabric_nccl_logs fabric_expectations fabric_waivers fabric_waiver_horizon_days fabric_audit_fail_on fabric_report_dir
+fabric_audit_baseline fabric_audit_window fabric_prometheus_textfile_dir fabric_audit_waiver_horizon_days
+fabric_cabling fabric_switch fabric_probes_enabled fabric_probes fabric_probe_networks fabric_probe_duration
+fabric_probe_min_fraction fabric_probe_server_lifetime fabric_probe_all_pairs_max fabric_probe_throughput_roles
+fabric_probe_port fabric_probe_streams fabric_probe_ping_count fabric_probe_results fabric_probe_plan
+fabric_plan_dir fabric_plan_gradient_bytes fabric_plan_compute_seconds fabric_plan_socket_gbytes_per_s
+fabric_plan_nodes fabric_plan_mode fabric_plan fabric_demo_xml fabric_demo_roots
+fabric_network_plan fabric_network_intent fabric_drift_result fabric_audit_result fabric_audit_gather
+fabric_site_intent
+""".split())
 
 
 class IntentError(Exception):
@@ -47,20 +78,64 @@ def _is_int(value):
 
 
 def check_ifname(name, where, errors):
-    """Linux refuses names over 15 bytes, '.' and '..', and '/', ':' or whitespace in them."""
-    if not isinstance(name, str) or not name:
-        errors.append("%s: %r is not an interface name" % (where, name))
-        return False
-    if len(name.encode("utf-8")) > 15:
-        errors.append("%s: %r is longer than 15 characters (Linux IFNAMSIZ)" % (where, name))
-        return False
-    if name in (".", "..") or _IFNAME_BAD.search(name):
-        errors.append("%s: %r contains characters Linux refuses in interface names (/, :, whitespace)" % (where, name))
+    """The strict interface-name rule of _names (stricter than the kernel's: see there why)."""
+    problem = ifname_problem(name)
+    if problem:
+        errors.append("%s: %r %s" % (where, name, problem))
         return False
     return True
 
 
+def _did_you_mean(name, known):
+    close = difflib.get_close_matches(str(name), sorted(known), n=1, cutoff=0.8)
+    return " (did you mean %s?)" % close[0] if close else ""
+
+
+def check_variables(hostvars, errors, warnings):
+    """Top-level fabric_* variables the collection does not know: an error when one is close to a known name (a
+    typo, almost surely), a warning otherwise. The role variables' values are checked here too, for every host,
+    so that a bad value on one host stops the run before any host is changed."""
+    for name in sorted(k for k in hostvars if isinstance(k, str) and k.startswith("fabric_")):
+        if name not in KNOWN_VARIABLES:
+            hint = _did_you_mean(name, KNOWN_VARIABLES)
+            (errors if hint else warnings).append("%s: not a variable gpuops.fabric reads%s" % (name, hint))
+    state = hostvars.get("fabric_network_state", "merged")
+    if state not in NETWORK_STATES:
+        errors.append("fabric_network_state: %r is not one of %s" % (state, ", ".join(NETWORK_STATES)))
+    for key, default in (("fabric_network_rollback_timeout", 180), ("fabric_network_confirm_timeout", 60)):
+        value = hostvars.get(key, default)
+        if not _is_int(value) or not 0 <= value <= 86400:
+            errors.append("%s: %r must be a number of seconds (0..86400)" % (key, value))
+    rollback, confirm = hostvars.get("fabric_network_rollback_timeout", 180), hostvars.get(
+        "fabric_network_confirm_timeout", 60)
+    if _is_int(rollback) and _is_int(confirm) and rollback and confirm >= rollback:
+        errors.append("fabric_network_confirm_timeout: %d is not below fabric_network_rollback_timeout %d (the node "
+                      "would roll back while the controller still waits to confirm)" % (confirm, rollback))
+    for key in ("fabric_network_allow_management", "fabric_network_lldpd"):
+        value = hostvars.get(key, False)
+        if not isinstance(value, bool):
+            errors.append("%s: %r must be true or false" % (key, value))
+    pattern = hostvars.get("fabric_network_lldpd_interfaces", "")
+    problem = lldpd_pattern_problem(pattern)
+    if problem:
+        errors.append("fabric_network_lldpd_interfaces: %r %s" % (pattern, problem))
+    root = hostvars.get("fabric_network_root", "/")
+    if not isinstance(root, str) or not root.startswith("/") or "\0" in root or any(c in root for c in "\n\r"):
+        errors.append("fabric_network_root: %r must be an absolute path" % (root,))
+
+
+def key_path(key, name):
+    """``key.name`` for the error messages; a name that is not printable text shows as its repr, so a newline or
+    NUL in an inventory key cannot break the message it is named in."""
+    if isinstance(name, str) and name.isprintable():
+        return "%s.%s" % (key, name)
+    return "%s[%r]" % (key, name)
+
+
 def _network(text, version, where, errors):
+    if not isinstance(text, str) or text != text.strip() or not text.isprintable():
+        errors.append("%s: %r is not an IPv%d subnet" % (where, text, version))
+        return None
     try:
         net = netaddr.IPNetwork(str(text))
     except (netaddr.AddrFormatError, ValueError, TypeError):
@@ -76,6 +151,9 @@ def _network(text, version, where, errors):
 
 
 def _address(text, where, errors):
+    if not isinstance(text, str) or text != text.strip() or not text.isprintable():
+        errors.append("%s: %r is not an IP address" % (where, text))
+        return None
     try:
         return netaddr.IPAddress(str(text).split("/", maxsplit=1)[0])
     except (netaddr.AddrFormatError, ValueError, TypeError):
@@ -103,7 +181,11 @@ def validate_networks(value, errors, key="fabric_networks", check_overlap=True):
         return networks
     for name in sorted(value, key=str):
         net = value[name]
-        where = "%s.%s" % (key, name)
+        where = key_path(key, name)
+        problem = network_problem(name)
+        if problem:
+            errors.append("%s: %r %s" % (key, name, problem))
+            continue
         if not isinstance(net, dict):
             errors.append("%s: expected a mapping, got %r" % (where, net))
             continue
@@ -128,6 +210,10 @@ def validate_networks(value, errors, key="fabric_networks", check_overlap=True):
                     elif gateway in _reserved(subnet, None):
                         errors.append("%s.%s: %s is the network or broadcast address of %s"
                                       % (where, gkey, gateway, subnet))
+            if net.get(gkey) is not None and item["role"] in ("training", "storage"):
+                errors.append("%s.%s: only a management network's gateway becomes a default route, so this one would "
+                              "be ignored; for a routed %s network give routes: [{to: <subnet>, via: %s}]"
+                              % (where, gkey, item["role"], net[gkey]))
             item[skey], item[gkey] = subnet, gateway
         vlan = net.get("vlan")
         if vlan is not None:
@@ -167,13 +253,21 @@ def validate_networks(value, errors, key="fabric_networks", check_overlap=True):
                     raise ValueError
             except (netaddr.AddrFormatError, ValueError, TypeError):
                 errors.append("%s.to: %r is not a destination subnet" % (rwhere, route.get("to")))
+            if to is not None and to.ip != to.network:
+                errors.append("%s.to: %r has host bits set (did you mean %s?)" % (rwhere, route.get("to"), to.cidr))
+                to = None
             via = _address(route.get("via"), "%s.via" % rwhere, errors) if route.get("via") is not None else None
             if route.get("via") is None:
                 errors.append("%s.via: a route needs a gateway (via)" % rwhere)
+            if via is not None and to is not None and via.version != to.version:
+                errors.append("%s.via: %s is an IPv%d gateway for the IPv%d destination %s"
+                              % (rwhere, via, via.version, to.version, to.cidr))
+                via = None
             if via is not None:
                 own = item["subnet"] if via.version == 4 else item["subnet6"]
                 if own is None or via not in own:
                     errors.append("%s.via: %s is not in the network's own subnet" % (rwhere, via))
+                    via = None
             metric = route.get("metric")
             if metric is not None and (not _is_int(metric) or metric < 0):
                 errors.append("%s.metric: %r must be a non-negative number" % (rwhere, metric))
@@ -219,16 +313,20 @@ def validate_bonds(value, facts, errors, warnings, key="fabric_bonds"):
     owner = {}
     for name in sorted(value, key=str):
         bond = value[name]
-        where = "%s.%s" % (key, name)
+        where = key_path(key, name)
         if not check_ifname(name, where, errors):
             continue
         if not isinstance(bond, dict):
             errors.append("%s: expected a mapping, got %r" % (where, bond))
             continue
+        if present is not None and name in present and present[name].get("kind") != "bond":
+            errors.append("%s: %r is the name of an existing %s interface on this host; a bond needs a name of its own"
+                          % (key, name, present[name].get("kind") or "other"))
+            continue
         for unknown in sorted(set(bond) - set(BOND_KEYS), key=str):
             errors.append("%s.%s: unknown key (known: %s)" % (where, unknown, ", ".join(BOND_KEYS)))
         mode = bond.get("mode", "802.3ad")
-        if mode not in BOND_MODES:
+        if not isinstance(mode, str) or mode not in BOND_MODES:
             errors.append("%s.mode: %r is not one of %s" % (where, mode, ", ".join(BOND_MODES)))
         members = bond.get("members")
         if isinstance(members, str):
@@ -239,10 +337,15 @@ def validate_bonds(value, facts, errors, warnings, key="fabric_bonds"):
             errors.append("%s.members: %r must be a non-empty list of interface names or a JMESPath selector"
                           % (where, members))
             members = []
+        checked = []
         for index, member in enumerate(members):
             mwhere = "%s.members[%d]" % (where, index)
             if not check_ifname(member, mwhere, errors):
                 continue
+            if member in value:
+                errors.append("%s: %r is itself a bond in %s; bonds of bonds are not planned" % (mwhere, member, key))
+                continue
+            checked.append(member)
             if member in owner:
                 errors.append("%s: %r is already a member of %s" % (mwhere, member, owner[member]))
             owner[member] = name
@@ -252,22 +355,28 @@ def validate_bonds(value, facts, errors, warnings, key="fabric_bonds"):
                 elif present[member]["kind"] != "physical":
                     errors.append("%s: %r is a %s interface, not a physical port" % (mwhere, member,
                                                                                      present[member]["kind"]))
+        members = checked
         if mode == "802.3ad" and len(members) == 1:
             warnings.append("%s: 802.3ad with one member gives no aggregation or redundancy" % where)
         lacp_rate = bond.get("lacp_rate")
-        if lacp_rate is not None and lacp_rate not in LACP_RATES:
+        if lacp_rate is not None and (not isinstance(lacp_rate, str) or lacp_rate not in LACP_RATES):
             errors.append("%s.lacp_rate: %r is not one of %s" % (where, lacp_rate, ", ".join(LACP_RATES)))
         if lacp_rate is not None and mode != "802.3ad":
             errors.append("%s.lacp_rate: only applies to mode 802.3ad (mode is %s)" % (where, mode))
         policy = bond.get("xmit_hash_policy")
-        if policy is not None and policy not in HASH_POLICIES:
+        if policy is not None and (not isinstance(policy, str) or policy not in HASH_POLICIES):
             errors.append("%s.xmit_hash_policy: %r is not one of %s" % (where, policy, ", ".join(HASH_POLICIES)))
+        elif policy is not None and mode not in HASH_MODES:
+            errors.append("%s.xmit_hash_policy: only applies to modes %s (mode is %s)"
+                          % (where, ", ".join(HASH_MODES), mode))
         miimon = bond.get("miimon", 100)
         if not _is_int(miimon) or miimon < 0:
             errors.append("%s.miimon: %r must be a non-negative number of milliseconds" % (where, miimon))
         primary = bond.get("primary")
         if primary is not None:
-            if mode not in ("active-backup", "balance-tlb", "balance-alb"):
+            if not isinstance(primary, str):
+                errors.append("%s.primary: %r must be the name of one of the members" % (where, primary))
+            elif mode not in ("active-backup", "balance-tlb", "balance-alb"):
                 errors.append("%s.primary: only applies to active-backup, balance-tlb and balance-alb (mode is %s)"
                               % (where, mode))
             elif primary not in members:
@@ -294,30 +403,49 @@ def host_addresses(networks, index, explicit, errors):
     explicit = explicit or {}
     for name in sorted(set(explicit) - set(networks), key=str):
         errors.append("fabric_addresses.%s: not a network in fabric_networks" % name)
+    given_by = {}
+    for name in sorted(set(explicit) & set(networks), key=str):
+        given = explicit[name]
+        where = "fabric_addresses.%s" % name
+        if isinstance(given, dict):
+            for unknown in sorted(set(given) - set(ADDRESS_KEYS), key=str):
+                errors.append("%s.%s: unknown key (known: %s)" % (where, unknown, ", ".join(ADDRESS_KEYS)))
+            items = [("%s.%s" % (where, f), f, given[f]) for f in ADDRESS_KEYS if given.get(f) is not None]
+        elif isinstance(given, str):
+            items = [(where, "ipv6" if ":" in given else "ipv4", given)]
+        else:
+            errors.append("%s: %r must be an address, or a mapping with ipv4 and/or ipv6" % (where, given))
+            continue
+        for gwhere, family, text in items:
+            address = _address(text, gwhere, errors)
+            if address is None:
+                continue
+            if address.version != (4 if family == "ipv4" else 6):
+                errors.append("%s: %r is not an %s address" % (gwhere, text, family))
+                continue
+            skey = "subnet" if family == "ipv4" else "subnet6"
+            subnet = networks[name][skey]
+            if subnet is None:
+                errors.append("%s: %r, but network %s has no %s (%s)" % (gwhere, text, name, skey, family))
+                continue
+            if "/" in str(text) and str(text).split("/", 1)[1] != str(subnet.prefixlen):
+                errors.append("%s: %r has prefix /%s, but %s is %s (leave the prefix out)"
+                              % (gwhere, text, str(text).split("/", 1)[1], name, subnet))
+                continue
+            given_by[(name, family)] = (gwhere, address)
     for name, net in networks.items():
         entry = {"ipv4": None, "ipv6": None}
         for family, skey, gkey in (("ipv4", "subnet", "gateway"), ("ipv6", "subnet6", "gateway6")):
             subnet = net[skey]
             if subnet is None:
                 continue
-            given = explicit.get(name)
-            if isinstance(given, dict):
-                given = given.get(family)
-            elif given is not None and family == "ipv6":
-                given = None if ":" not in str(given) else given
-            elif given is not None and family == "ipv4" and ":" in str(given):
-                given = None
-            where = "fabric_addresses.%s" % name
-            if given is not None:
-                address = _address(given, where, errors)
-            elif index is not None:
+            where, address = given_by.get((name, family), (None, None))
+            if address is None and index is not None:
                 address = subnet.network + index if index < subnet.size else None
                 where = "fabric_host_index"
                 if address is None:
                     errors.append("fabric_host_index: %d does not fit in %s %s" % (index, name, subnet))
                     continue
-            else:
-                continue
             if address is None:
                 continue
             if address not in subnet:
@@ -342,13 +470,17 @@ def allocate_indices(allocations, hosts, networks_by_host):
     for host in hosts:
         if host in result:
             continue
+        nets = networks_by_host.get(host, {}).values()
+        # No index at or above the smallest subnet's size is usable: the search ends there, not at 2**24.
+        limit = min([1 << 24] + [n[k].size for n in nets for k in ("subnet", "subnet6") if n[k] is not None])
         index = 1
         while True:
-            if index not in taken and all(_usable(net, index) for net in networks_by_host.get(host, {}).values()):
+            if index not in taken and all(_usable(net, index) for net in nets):
                 break
             index += 1
-            if index > 1 << 24:
-                raise IntentError(["fabric allocation: no free host index for %s" % host])
+            if index >= limit:
+                raise IntentError(["fabric_allocation_file: no free host index for %s (its smallest subnet has room "
+                                   "for %d)" % (host, limit)])
         result[host] = index
         taken.add(index)
     return result
@@ -373,6 +505,7 @@ def plan_host(host, hostvars, facts, index=None):
     errors, warnings = [], []
     if netaddr is None:
         return None, ["the netaddr Python library is required on the controller (pip install netaddr)"], []
+    check_variables(hostvars, errors, warnings)
     networks = validate_networks(hostvars.get("fabric_networks"), errors)
     bonds = validate_bonds(hostvars.get("fabric_bonds"), facts, errors, warnings)
     attachments = hostvars.get("fabric_attachments") or {}
@@ -396,10 +529,14 @@ def plan_host(host, hostvars, facts, index=None):
         interfaces[bond["name"]] = dict({"kind": "bond", "networks": [], "addresses": [], "routes": [],
                                          "mtu_from": "fabric_bonds.%s.mtu" % bond["name"] if bond["mtu"] else None},
                                         **bond)
-    untagged = {}
+    untagged, default_routes = {}, {}
     for network_name in sorted(attachments, key=str):
         device = attachments[network_name]
-        where = "fabric_attachments.%s" % network_name
+        where = key_path("fabric_attachments", network_name)
+        if not isinstance(network_name, str):
+            errors.append("fabric_attachments: key %r is a %s; network names are strings"
+                          % (network_name, type_word(network_name)))
+            continue
         if network_name not in networks:
             errors.append("%s: %r is not a network in fabric_networks" % (where, network_name))
             continue
@@ -410,6 +547,11 @@ def plan_host(host, hostvars, facts, index=None):
             continue
         if device not in bonds and present is not None and device not in present:
             errors.append("%s: %r is neither a bond in fabric_bonds nor an interface on this host" % (where, device))
+            continue
+        if device not in bonds and present is not None and present[device].get("kind") not in ("physical", None):
+            errors.append("%s: %r is an existing %s interface this intent does not own; attach networks to ports or "
+                          "to bonds in fabric_bonds (VLANs come from fabric_networks.<name>.vlan)"
+                          % (where, device, present[device]["kind"]))
             continue
         net = networks[network_name]
         if device not in interfaces:
@@ -443,12 +585,24 @@ def plan_host(host, hostvars, facts, index=None):
         for gkey in ("gateway", "gateway6"):
             if net[gkey] is not None and net["role"] == "management":
                 iface.setdefault("gateways", []).append(str(net[gkey]))
+                default_routes.setdefault(gkey, []).append(network_name)
         iface["routes"].extend(net["routes"])
+        for route in net["routes"]:
+            family = "ipv6" if ":" in route["to"] else "ipv4"
+            if not addresses.get(network_name, {}).get(family):
+                errors.append("fabric_networks.%s.routes: the route to %s is %s, but this host has no %s address on "
+                              "%s" % (network_name, route["to"], family, family, network_name))
 
+    for gkey, names in sorted(default_routes.items()):
+        if len(names) > 1:
+            errors.append("fabric_attachments: %s each give a default route (fabric_networks.<name>.%s); a host gets "
+                          "one default route per family: keep the %s on one management network"
+                          % (" and ".join(names), gkey, gkey))
     roles = dict((n, networks[n]["role"]) for n in networks)
-    mgmt_devices = set(attachments[n] for n in attachments if roles.get(n) == "management")
+    mgmt_devices = set(attachments[n] for n in attachments if roles.get(n) == "management"
+                       and isinstance(attachments[n], str))
     for n in attachments:
-        if roles.get(n) == "training" and attachments[n] in mgmt_devices and not networks[n]["allow_on_management"]:
+        if roles.get(n) == "training" and isinstance(attachments[n], str) and attachments[n] in mgmt_devices and not networks[n]["allow_on_management"]:
             warnings.append("fabric_attachments.%s: training network on %s, the management interface "
                             "(set fabric_networks.%s.allow_on_management: true if deliberate)" % (n, attachments[n], n))
 
@@ -475,10 +629,21 @@ def plan_host(host, hostvars, facts, index=None):
                           % (iface.get("mtu_from") or "fabric_networks", iface["mtu"], iface["name"], limit))
     for device, network_name in sorted(untagged.items()):
         wanted = networks[network_name]["mtu"]
+        declared = bonds.get(device, {}).get("mtu")
+        if declared and wanted and declared < wanted:
+            errors.append("fabric_bonds.%s.mtu: %d is below the MTU %d of network %s it carries untagged"
+                          % (device, declared, wanted, network_name))
         final = interfaces[device]["mtu"]
         if wanted and final and final > wanted:
             warnings.append("fabric_networks.%s.mtu: %d, but %s carries it untagged at MTU %d for the VLANs on it"
                             % (network_name, wanted, device, final))
+    carried = set(untagged) | set(i["parent"] for i in interfaces.values() if i["kind"] == "vlan")
+    for bond in sorted(bonds):
+        if bond not in carried:
+            warnings.append("fabric_bonds.%s: carries no network (no fabric_attachments entry names it)" % bond)
+        elif len(bonds[bond]["members"]) == 1 and bond in mgmt_devices:
+            warnings.append("fabric_bonds.%s: carries the management network on one member: no redundancy for the "
+                            "controller's path" % bond)
     order = {"ethernet": 0, "bond": 1, "vlan": 2}
     planned = sorted(interfaces.values(), key=lambda i: (order[i["kind"]], i["name"]))
     plan = {"host": host, "backend": backend, "interfaces": planned, "addresses": addresses, "index": index,

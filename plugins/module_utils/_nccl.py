@@ -15,6 +15,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, line_value
+
 HEADER = "# Managed by gpuops.fabric (role gpuops.fabric.nccl); local changes are overwritten and reported as drift."
 MODES = ("tcp", "rdma")
 # nvidia-smi's path words to NCCL's: NCCL calls every path through a CPU's host bridge PHB.
@@ -147,6 +149,9 @@ def nccl_settings(facts, interface, mode="tcp", overrides=None, host="node", pla
     if mode not in MODES:
         errors.append("fabric_nccl_mode: %r is not one of %s" % (mode, ", ".join(MODES)))
         return settings, notes, warnings, errors
+    if interface and ifname_problem(interface):
+        errors.append("fabric_nccl_interface: %r %s" % (interface, ifname_problem(interface)))
+        return settings, notes, warnings, errors
     if not interface:
         errors.append("%s: no training interface: set fabric_nccl_interface or attach the training network in "
                       "fabric_attachments" % host)
@@ -203,8 +208,9 @@ def nccl_settings(facts, interface, mode="tcp", overrides=None, host="node", pla
             errors.append("%s: %r must be a string or number" % (where, value))
             continue
         text = str(value).lower() if isinstance(value, bool) else str(value)
-        if "\n" in text:
-            errors.append("%s: %r must be one line" % (where, value))
+        if any(ord(c) < 32 or ord(c) == 127 for c in text):
+            errors.append("%s: %r must be one line without control characters (nccl.conf has no escapes)"
+                          % (where, value))
             continue
         if name not in KNOWN:
             warnings.append("%s: not a variable NCCL documents; passed through as is (a typo?)" % where)
@@ -241,9 +247,11 @@ def _gdr_level(facts, paths, notes, warnings):
 
 
 def render_conf(settings, notes):
+    """nccl.conf: KEY=VALUE lines NCCL reads without any escape, so a value with a line break or NUL is refused
+    (UnsafeValue) rather than written."""
     lines = [HEADER]
-    lines += ["# " + note for note in notes]
-    lines += ["%s=%s" % (name, value) for name, value in settings]
+    lines += ["# " + line_value(note, "nccl.conf comment") for note in notes]
+    lines += ["%s=%s" % (line_value(name, "nccl.conf name"), line_value(value, name)) for name, value in settings]
     return "\n".join(lines) + "\n"
 
 
@@ -277,8 +285,8 @@ def training_interface(hostvars):
     in the network intent (``fabric_attachments`` plus the network's VLAN: bond0 + vlan 100 -> bond0.100)."""
     given = hostvars.get("fabric_nccl_interface")
     if given:
-        if not isinstance(given, str):
-            return None, ["fabric_nccl_interface: %r must be an interface name" % (given,)]
+        if ifname_problem(given):
+            return None, ["fabric_nccl_interface: %r %s" % (given, ifname_problem(given))]
         return given, []
     networks = hostvars.get("fabric_networks") or {}
     attachments = hostvars.get("fabric_attachments") or {}
@@ -292,8 +300,11 @@ def training_interface(hostvars):
         return None, ["training networks %s are all attached; set fabric_nccl_interface to the one NCCL uses"
                       % ", ".join(training)]
     vlan = networks[training[0]].get("vlan")
-    device = str(attachments[training[0]])
-    return ("%s.%s" % (device, vlan) if vlan is not None else device), []
+    device = attachments[training[0]]
+    name = "%s.%s" % (device, vlan) if vlan is not None else device
+    if ifname_problem(name):
+        return None, ["fabric_attachments.%s: %r %s" % (training[0], name, ifname_problem(name))]
+    return name, []
 
 
 # ---- NCCL topology XML (opt-in: NCCL_TOPO_FILE) ----------------------------------------------------------

@@ -14,6 +14,8 @@ import os
 import stat
 import tempfile
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, shell_word
+
 # Where each backend reads its files, and the names this collection owns there. Nothing else is touched.
 MANAGED = {
     "netplan": ("/etc/netplan", ("60-gpuops-fabric.yaml",)),
@@ -71,6 +73,9 @@ def plan_changes(root, backend, wanted, replace):
         if not owned(backend, path):
             raise ApplyError("%s: not a file this collection owns for %s (only %s/%s*)" % (
                 path, backend, MANAGED[backend][0], "*|".join(MANAGED[backend][1])))
+        name = _interface_of(backend, path)
+        if name is not None and ifname_problem(name):
+            raise ApplyError("%r: the interface name in this file name %s" % (path, ifname_problem(name)))
     present = present_files(root, backend)
     changes, diffs = [], []
     for path in sorted(wanted):
@@ -190,6 +195,11 @@ def _read_text(path):
         return None
 
 
+def shell_command(argv):
+    """An argument list as one /bin/sh command line, every word quoted (shlex.quote)."""
+    return " ".join(shell_word(part) for part in argv)
+
+
 def restore_script(backend, backup_dir, created, saved, commands):
     """A shell script that puts the backed-up files back, removes the ones the change created, and re-applies.
 
@@ -200,11 +210,11 @@ def restore_script(backend, backup_dir, created, saved, commands):
              "set -u",
              "echo 'gpuops-fabric: network change not confirmed, restoring the previous files' >/dev/kmsg || true"]
     for path in created:
-        lines.append("rm -f '%s'" % path)
+        lines.append("rm -f -- %s" % shell_word(path))
     for path in saved:
-        lines.append("cp -p '%s/files%s' '%s'" % (backup_dir, path, path))
+        lines.append("cp -p -- %s %s" % (shell_word("%s/files%s" % (backup_dir, path)), shell_word(path)))
     for command in commands:
-        lines.append(" ".join("'%s'" % part for part in command) + " || true")
-    lines.append("date -u +%%Y-%%m-%%dT%%H:%%M:%%SZ > '%s/rolled-back'" % backup_dir)
+        lines.append(shell_command(command) + " || true")
+    lines.append("date -u +%%Y-%%m-%%dT%%H:%%M:%%SZ > %s" % shell_word(backup_dir + "/rolled-back"))
     lines.append("echo 'gpuops-fabric: previous network configuration restored' >/dev/kmsg || true")
     return "\n".join(lines) + "\n"

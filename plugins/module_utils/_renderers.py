@@ -6,7 +6,9 @@
 """Render a host's network plan (from _intent.plan_host) into the files each backend reads.
 
 Pure functions: plan in, {path: (content, mode)} out. The same plan gives byte-identical files, so a
-second run finds nothing to change.
+second run finds nothing to change. Every value is written with its format's own quoting (_names): a YAML scalar,
+a key-file value, a networkd value; a value a format cannot carry (a newline in a comment line) raises UnsafeValue
+rather than being written. The intent's validators keep such names out long before; this is the second wall.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,6 +16,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import uuid
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import (
+    UnsafeValue,
+    keyfile_value,
+    line_value,
+    networkd_value,
+    yaml_scalar,
+)
 
 NETPLAN_PATH = "/etc/netplan/60-gpuops-fabric.yaml"
 NM_DIR = "/etc/NetworkManager/system-connections"
@@ -26,16 +36,11 @@ MARKER = "# network %s role %s on %s"
 
 def _markers(plan, ifaces):
     roles = plan.get("roles") or {}
-    return [MARKER % (network, roles.get(network, network), iface["name"])
+    return [line_value(MARKER % (network, roles.get(network, network), iface["name"]), "comment")
             for iface in ifaces for network in iface.get("networks") or []]
 
 
-def _q(value):
-    """A YAML scalar that netplan reads back as the same string."""
-    text = str(value)
-    if text and all(c.isalnum() or c in "._-/:" for c in text) and not text[0].isdigit() and ":" not in text:
-        return text
-    return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"')
+_q = yaml_scalar
 
 
 def _routes(iface):
@@ -76,7 +81,7 @@ def render_netplan(plan):
             lines.append("        mode: %s" % _q(iface["mode"]))
             lines.append("        mii-monitor-interval: %d" % iface["miimon"])
             if iface.get("lacp_rate"):
-                lines.append("        lacp-rate: %s" % iface["lacp_rate"])
+                lines.append("        lacp-rate: %s" % _q(iface["lacp_rate"]))
             if iface.get("xmit_hash_policy"):
                 lines.append("        transmit-hash-policy: %s" % _q(iface["xmit_hash_policy"]))
             if iface.get("primary"):
@@ -106,14 +111,15 @@ def _nm_ip(section, family, iface):
     # so what NM writes back is byte-for-byte what we wrote and a second run sees no change.
     gateways = [g for g in iface.get("gateways") or [] if (":" in g) == (family == "ipv6")]
     for number, address in enumerate(addresses, 1):
-        lines.append("address%d=%s%s" % (number, address, "," + gateways[0] if gateways and number == 1 else ""))
+        lines.append("address%d=%s" % (number, keyfile_value(address + ("," + gateways[0] if gateways and number == 1
+                                                                      else ""))))
     lines.append("method=manual")
     routes = [r for r in iface.get("routes") or [] if (":" in r["to"]) == (family == "ipv6")]
     for number, route in enumerate(routes, 1):
         value = "%s,%s" % (route["to"], route["via"])
         if route.get("metric") is not None:
             value += ",%d" % route["metric"]
-        lines.append("route%d=%s" % (number, value))
+        lines.append("route%d=%s" % (number, keyfile_value(value)))
     return lines
 
 
@@ -123,27 +129,27 @@ def render_networkmanager(plan):
         name = iface["name"]
         nm_type = {"ethernet": "ethernet", "bond": "bond", "vlan": "vlan"}[iface["kind"]]
         lines = ["# " + HEADER] + _markers(plan, [iface]) + [
-            "[connection]", "id=gpuops-%s" % name, "uuid=%s" % _nm_uuid(name), "type=%s" % nm_type,
-            "interface-name=%s" % name]
+            "[connection]", "id=gpuops-%s" % keyfile_value(name), "uuid=%s" % _nm_uuid(name), "type=%s" % nm_type,
+            "interface-name=%s" % keyfile_value(name)]
         if iface["kind"] == "ethernet" and iface.get("bond"):
-            lines += ["master=%s" % iface["bond"], "slave-type=bond"]
+            lines += ["master=%s" % keyfile_value(iface["bond"]), "slave-type=bond"]
         lines.append("")
         if iface.get("mtu"):
             lines += ["[ethernet]", "mtu=%d" % iface["mtu"], ""]
         if iface["kind"] == "bond":
-            lines += ["[bond]", "miimon=%d" % iface["miimon"], "mode=%s" % iface["mode"]]
+            lines += ["[bond]", "miimon=%d" % iface["miimon"], "mode=%s" % keyfile_value(iface["mode"])]
             if iface.get("lacp_rate"):
-                lines.append("lacp_rate=%s" % iface["lacp_rate"])
+                lines.append("lacp_rate=%s" % keyfile_value(iface["lacp_rate"]))
             if iface.get("xmit_hash_policy"):
-                lines.append("xmit_hash_policy=%s" % iface["xmit_hash_policy"])
+                lines.append("xmit_hash_policy=%s" % keyfile_value(iface["xmit_hash_policy"]))
             if iface.get("primary"):
-                lines.append("primary=%s" % iface["primary"])
+                lines.append("primary=%s" % keyfile_value(iface["primary"]))
             lines.append("")
         if iface["kind"] == "vlan":
-            lines += ["[vlan]", "flags=1", "id=%d" % iface["id"], "parent=%s" % iface["parent"], ""]  # 1: reorder headers
+            lines += ["[vlan]", "flags=1", "id=%d" % iface["id"], "parent=%s" % keyfile_value(iface["parent"]), ""]  # 1: reorder headers
         if not (iface["kind"] == "ethernet" and iface.get("bond")):
             lines += _nm_ip("ipv4", "ipv4", iface) + [""] + _nm_ip("ipv6", "ipv6", iface) + [""]
-        files["%s/gpuops-%s.nmconnection" % (NM_DIR, name)] = ("\n".join(lines).rstrip("\n") + "\n", "0600")
+        files["%s/gpuops-%s.nmconnection" % (NM_DIR, _file_part(name))] = ("\n".join(lines).rstrip("\n") + "\n", "0600")
     return files
 
 
@@ -155,43 +161,53 @@ def render_networkd(plan):
             vlans_on.setdefault(iface["parent"], []).append(iface["name"])
     for iface in plan["interfaces"]:
         name = iface["name"]
-        base = "%s/60-gpuops-%s" % (NETWORKD_DIR, name)
+        base = "%s/60-gpuops-%s" % (NETWORKD_DIR, _file_part(name))
         if iface["kind"] in ("bond", "vlan"):
-            netdev = ["# " + HEADER, "[NetDev]", "Name=%s" % name, "Kind=%s" % iface["kind"]]
+            netdev = ["# " + HEADER, "[NetDev]", "Name=%s" % networkd_value(name), "Kind=%s" % iface["kind"]]
             if iface.get("mtu"):
                 netdev.append("MTUBytes=%d" % iface["mtu"])
             if iface["kind"] == "bond":
-                netdev += ["", "[Bond]", "Mode=%s" % iface["mode"], "MIIMonitorSec=%dms" % iface["miimon"]]
+                netdev += ["", "[Bond]", "Mode=%s" % networkd_value(iface["mode"]),
+                           "MIIMonitorSec=%dms" % iface["miimon"]]
                 if iface.get("lacp_rate"):
-                    netdev.append("LACPTransmitRate=%s" % iface["lacp_rate"])
+                    netdev.append("LACPTransmitRate=%s" % networkd_value(iface["lacp_rate"]))
                 if iface.get("xmit_hash_policy"):
-                    netdev.append("TransmitHashPolicy=%s" % iface["xmit_hash_policy"])
+                    netdev.append("TransmitHashPolicy=%s" % networkd_value(iface["xmit_hash_policy"]))
             else:
                 netdev += ["", "[VLAN]", "Id=%d" % iface["id"]]
             files[base + ".netdev"] = ("\n".join(netdev) + "\n", "0644")
-        network = ["# " + HEADER] + _markers(plan, [iface]) + ["[Match]", "Name=%s" % name, ""]
+        network = ["# " + HEADER] + _markers(plan, [iface]) + ["[Match]", "Name=%s" % networkd_value(name, glob=True), ""]
         if iface.get("mtu"):
             network += ["[Link]", "MTUBytes=%d" % iface["mtu"], ""]
         network.append("[Network]")
         if iface["kind"] == "ethernet" and iface.get("bond"):
-            network.append("Bond=%s" % iface["bond"])
+            network.append("Bond=%s" % networkd_value(iface["bond"]))
             if iface["name"] == _primary_of(plan, iface["bond"]):
                 network.append("PrimarySlave=true")
         else:
             network += ["DHCP=no", "LinkLocalAddressing=%s" % ("ipv6" if any(":" in a for a in iface["addresses"])
                                                                else "no")]
             for address in iface["addresses"]:
-                network.append("Address=%s" % address)
+                network.append("Address=%s" % networkd_value(address))
             for gateway in iface.get("gateways") or []:
-                network.append("Gateway=%s" % gateway)
+                network.append("Gateway=%s" % networkd_value(gateway))
         for vlan in sorted(vlans_on.get(name, [])):
-            network.append("VLAN=%s" % vlan)
+            network.append("VLAN=%s" % networkd_value(vlan))
         for route in iface.get("routes") or []:
-            network += ["", "[Route]", "Destination=%s" % route["to"], "Gateway=%s" % route["via"]]
+            network += ["", "[Route]", "Destination=%s" % networkd_value(route["to"]),
+                        "Gateway=%s" % networkd_value(route["via"])]
             if route.get("metric") is not None:
                 network.append("Metric=%d" % route["metric"])
         files[base + ".network"] = ("\n".join(network) + "\n", "0644")
     return files
+
+
+def _file_part(name):
+    """An interface name as part of a file name: one path component, nothing else."""
+    text = line_value(name, "interface name")
+    if "/" in text or text in (".", "..") or not text:
+        raise UnsafeValue("%r cannot be part of a file name" % text)
+    return text
 
 
 def _primary_of(plan, bond_name):

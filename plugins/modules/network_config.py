@@ -167,6 +167,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._gather import gather_intent
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, shell_word
 from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import (
     ROLLBACK_DIR,
     ROLLBACK_UNIT,
@@ -175,6 +176,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import (
     apply_commands,
     connection_interface,
     restore_script,
+    shell_command,
     detect_backend,
     plan_changes,
     present_files,
@@ -279,8 +281,8 @@ def defer_apply(module, commands, timeout):
     script = os.path.join(ROLLBACK_DIR, "apply.sh")
     lines = ["#!/bin/sh", "rc=0"]
     for command in commands:
-        lines.append("timeout %d %s || rc=$?" % (timeout, " ".join("'%s'" % part for part in command)))
-    lines.append("echo $rc > '%s/applied'" % ROLLBACK_DIR)
+        lines.append("timeout %d %s || rc=$?" % (timeout, shell_command(command)))
+    lines.append("echo $rc > %s" % shell_word(ROLLBACK_DIR + "/applied"))
     with open(script, "w") as handle:
         handle.write("\n".join(lines) + "\n")
     os.chmod(script, 0o700)
@@ -350,6 +352,9 @@ def main():
     )
     params = module.params
     root = params["root"]
+    for index, name in enumerate(params["interfaces"]):
+        if ifname_problem(name):
+            module.fail_json(msg="interfaces[%d]: %r %s" % (index, name, ifname_problem(name)))
     backend = params["backend"] if params["backend"] != "auto" else detect_backend(root)
     if params["state"] == "gathered":
         files = present_files(root, backend)

@@ -111,8 +111,8 @@ def test_restore_script_copies_files_not_directories(tmp_path):
     from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import restore_script
     script = restore_script("netplan", "/var/lib/gpuops-fabric/rollback", ["/etc/netplan/new.yaml"],
                             ["/etc/netplan/60-gpuops-fabric.yaml"], [["netplan", "apply"]])
-    assert "cp -p '/var/lib/gpuops-fabric/rollback/files/etc/netplan/60-gpuops-fabric.yaml' " \
-           "'/etc/netplan/60-gpuops-fabric.yaml'" in script
-    assert "rm -f '/etc/netplan/new.yaml'" in script
+    assert "cp -p -- /var/lib/gpuops-fabric/rollback/files/etc/netplan/60-gpuops-fabric.yaml " \
+           "/etc/netplan/60-gpuops-fabric.yaml" in script
+    assert "rm -f -- /etc/netplan/new.yaml" in script
     assert " / " not in script and "/. " not in script
-    assert "'netplan' 'apply' || true" in script
+    assert "netplan apply || true" in script
