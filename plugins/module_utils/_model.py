@@ -57,6 +57,11 @@ class PciDevice:
     # ACS Control register of a bridge, when its extended config space was readable (root, live sysfs).
     acs_control: Optional[int] = None
     acs_readable: bool = False
+    # OS devices a compute runtime gives the function (hwloc: CUDA, OpenCL, NVML, ROCm SMI, Level Zero): a
+    # GPU by what software sees, whatever its class and vendor say.
+    compute_osdevs: List[str] = field(default_factory=list)
+    # NCCL topology XML: a <pci> bridge inside another one (NCCL writes one element per switch).
+    nccl_nested_switch: bool = False
     kind: str = KIND_OTHER
 
 
@@ -211,6 +216,10 @@ def classify_devices(topo):
         parent = topo.pci.get(dev.parent) if dev.parent else None
         if parent is None and topo.root_ports_omitted:
             dev.kind = KIND_SWITCH_UP if dev.address in has_bridge_child else KIND_OTHER_BRIDGE
+        elif topo.root_ports_omitted and _is_pci_bridge(parent):
+            # NCCL's files leave out downstream ports too: a bridge element inside a switch's element is the next
+            # switch down (its link is that switch's uplink), not a port of the one above.
+            dev.kind = KIND_SWITCH_UP
         elif parent is None:
             dev.kind = KIND_ROOT_PORT
         elif parent.kind == KIND_SWITCH_UP:
@@ -235,7 +244,7 @@ def _endpoint_kind(dev):
         # 3D controllers and "other display" are compute GPUs; a VGA controller is a GPU
         # only for NVIDIA or under amdgpu: BMC display chips (ASPEED, Matrox, ATI ES1000)
         # are VGA too.
-        if sub in (0x02, 0x80) or vendor == VENDOR_NVIDIA or dev.driver == "amdgpu":
+        if sub in (0x02, 0x80) or vendor == VENDOR_NVIDIA or dev.driver == "amdgpu" or dev.compute_osdevs:
             return KIND_GPU
         return KIND_OTHER
     if base == 0x12 or (base == 0x0B and sub == 0x40):

@@ -323,17 +323,18 @@ def _cpumask(cpulist):
 def topology_xml(facts):
     """An NCCL topology file (the NCCL_TOPO_FILE format, version 1) from the facts: per NUMA node a <cpu>, the
     PCIe switches and devices below it with their maximum links, and the NICs' nets (RDMA ports by verbs name,
-    sockets by interface name). Root ports are left out, as NCCL's own dump does: a device directly below a root
-    port hangs off the CPU. NCCL fills in the GPUs' details itself.
+    sockets by interface name). Root ports and switch downstream ports are left out, as NCCL's own dump does: a
+    device directly below a root port hangs off the CPU, and one below a downstream port hangs off the switch's
+    element (NCCL climbs sysfs two levels at a time, one <pci> per switch). NCCL fills in the GPUs' details itself.
     """
     from xml.sax.saxutils import quoteattr
     pci = dict((d["address"], d) for d in facts.get("pci") or [])
     children = {}
     for dev in pci.values():
         parent = dev.get("parent")
-        while parent in pci and pci[parent]["kind"] == "root_port":
+        while parent in pci and pci[parent]["kind"] in ("root_port", "switch_downstream"):
             parent = pci[parent].get("parent")
-        if dev["kind"] == "root_port":
+        if dev["kind"] in ("root_port", "switch_downstream"):
             continue
         children.setdefault(parent if parent in pci else None, []).append(dev["address"])
     gdr = "1" if (facts.get("kernel_modules") or {}).get("nvidia_peermem") or \

@@ -135,7 +135,8 @@ def test_roce_without_an_ipv4_gid(facts_of):
 def test_topology_xml_round_trip(root, facts_of, tmp_path):
     """The generated NCCL topology file, read back by the collection's own NCCL-XML reader, gives the same devices
     (kinds, NUMA nodes, maximum links), RDMA ports and GPU-NIC path types as the facts it came from. Root ports
-    are left out (NCCL's own dumps leave them out), and nvidia-smi's NODE is NCCL's PHB."""
+    and switch downstream ports are left out (NCCL's own dumps leave them out: one <pci> per switch), and
+    nvidia-smi's NODE is NCCL's PHB."""
     from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import topology_xml
     facts = facts_of(root)
     path = tmp_path / "topo.xml"
@@ -145,7 +146,7 @@ def test_topology_xml_round_trip(root, facts_of, tmp_path):
 
     def devices(f):
         return sorted((p["address"], p["kind"], p["numa_node"], (p["link"]["max"] or {}).get("width"),
-                       (p["link"]["max"] or {}).get("generation")) for p in f["pci"] if p["kind"] != "root_port")
+                       (p["link"]["max"] or {}).get("generation")) for p in f["pci"] if p["kind"] not in ("root_port", "switch_downstream"))
 
     def paths(f, rename):
         return sorted((p["gpu"], p["nic"], rename.get(p["type"], p["type"])) for p in f["paths"]["gpu_nic"])
