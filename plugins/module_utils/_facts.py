@@ -550,7 +550,7 @@ def gather(source="sysfs", root="/", path=None, gather_subset=None, nvml="auto",
                                 % (source, root))
     elif "gpu" in subsets and (gpus_present or nvml == "yes"):
         from ansible_collections.gpuops.fabric.plugins.module_utils._nvml import read_nvml
-        nvml_status, infos = read_nvml(nvml_module)
+        nvml_status, infos = read_nvml(nvml_module, warn=topo.warn)
         if nvml == "yes" and nvml_status["status"] != "used":
             raise TopologyError("nvml: yes but %s" % nvml_status["reason"])
         topo.gpu_info.update(infos)
@@ -558,7 +558,7 @@ def gather(source="sysfs", root="/", path=None, gather_subset=None, nvml="auto",
         nvml_status["reason"] = "no NVIDIA GPU found"
     facts = build_facts(topo, subsets, nvml_status)
     if "nccl" in subsets:
-        facts["nccl"] = read_nccl_conf(root) if source == "sysfs" else None
+        facts["nccl"] = read_nccl_conf(root, facts["warnings"].append) if source == "sysfs" else None
     if "lldp" in subsets:
         # filled by the module on a live node (lldpctl); a capture has no neighbours to ask
         facts["lldp"] = None
@@ -579,16 +579,28 @@ def merge_switch_side(facts, run, which, subsets, lldp_socket=None):
 
 
 NCCL_CONF = "/etc/nccl.conf"
+NCCL_CONF_MAX_BYTES = 1 << 20
 
 
-def read_nccl_conf(root):
-    """The node's /etc/nccl.conf as NCCL reads it: {"path", "present", "values"}."""
+def read_nccl_conf(root, warn=None):
+    """The node's /etc/nccl.conf as NCCL reads it: {"path", "present", "values"}.
+
+    Read like the sysfs files (regular files only, non-blocking, at most 1 MiB); anything odd is absent
+    plus a note to ``warn``.
+    """
     from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import parse_conf
-    import os
-    full = os.path.join(root or "/", NCCL_CONF.lstrip("/"))
-    try:
-        with open(full) as handle:
-            text = handle.read(1 << 20)
-    except (IOError, OSError, UnicodeDecodeError):
+    from ansible_collections.gpuops.fabric.plugins.module_utils._sysfs import SysfsReader
+    reader = SysfsReader(root or "/")
+    data = reader.read_bytes(reader.path(NCCL_CONF), limit=NCCL_CONF_MAX_BYTES)
+    text = None
+    if data is not None:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            reader.warn("%s: not UTF-8 text, ignored" % reader.path(NCCL_CONF))
+    if warn is not None:
+        for message in reader.topo.warnings:
+            warn(message)
+    if text is None:
         return {"path": NCCL_CONF, "present": False, "values": {}}
     return {"path": NCCL_CONF, "present": True, "values": parse_conf(text)}

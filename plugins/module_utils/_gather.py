@@ -28,10 +28,12 @@ def _iface(name, kind):
 
 
 def _int(value):
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
+    text = str(value).strip()
+    digits = text[1:] if text.startswith("-") else text
+    # ASCII digits only, and not a thousand of them (int() would take "1_000" and other scripts' digits)
+    if not 0 < len(digits) <= 18 or not all(c in "0123456789" for c in digits):
         return None
+    return int(text)
 
 
 def markers(texts):
@@ -43,28 +45,42 @@ def markers(texts):
     return found
 
 
+def _mapping(value):
+    return value if isinstance(value, dict) else {}
+
+
+def _sequence(value):
+    return value if isinstance(value, list) else []
+
+
 def parse_netplan(text):
+    """One netplan YAML file; shapes netplan would refuse (a list where a mapping goes) are skipped."""
     try:
         import yaml
     except ImportError:
         raise ValueError("reading netplan files needs PyYAML on the node (netplan itself depends on it)")
-    data = (yaml.safe_load(text) or {}).get("network") or {}
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError("not valid YAML: %s" % str(exc).replace("\n", " "))
+    data = _mapping(_mapping(loaded).get("network"))
     ifaces = []
     for kind, section in (("ethernet", "ethernets"), ("bond", "bonds"), ("vlan", "vlans")):
-        for name, conf in sorted((data.get(section) or {}).items()):
-            conf = conf or {}
+        for name, conf in sorted(_mapping(data.get(section)).items(), key=lambda item: str(item[0])):
+            conf = _mapping(conf)
             iface = _iface(str(name), kind)
             iface["mtu"] = _int(conf.get("mtu"))
-            iface["addresses"] = [str(a) for a in conf.get("addresses") or [] if isinstance(a, str)]
-            for route in conf.get("routes") or []:
+            iface["addresses"] = [str(a) for a in _sequence(conf.get("addresses")) if isinstance(a, str)]
+            for route in _sequence(conf.get("routes")):
+                route = _mapping(route)
                 if str(route.get("to")) in ("default", "0.0.0.0/0", "::/0"):
                     iface["gateways"].append(str(route.get("via")))
                 else:
                     iface["routes"].append({"to": str(route.get("to")), "via": str(route.get("via")),
                                             "metric": _int(route.get("metric"))})
             if kind == "bond":
-                params = conf.get("parameters") or {}
-                iface["members"] = [str(m) for m in conf.get("interfaces") or []]
+                params = _mapping(conf.get("parameters"))
+                iface["members"] = [str(m) for m in _sequence(conf.get("interfaces"))]
                 iface["mode"] = str(params.get("mode", "balance-rr"))
                 iface["miimon"] = _int(params.get("mii-monitor-interval", 0))
                 iface["lacp_rate"] = params.get("lacp-rate")

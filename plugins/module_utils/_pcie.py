@@ -28,7 +28,9 @@ GENERATIONS = {
 _GEN_BY_RATE = dict((rate, gen) for gen, (rate, _eff) in GENERATIONS.items())
 VALID_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
 
-_SPEED_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*GT/s(?:\s+PCIe)?\s*$")
+_SPEED_RE = re.compile(r"^\s*([0-9]{1,6}(?:\.[0-9]{1,6})?)\s*GT/s(?:\s+PCIe)?\s*$")
+# No rate above this is a PCIe rate (Gen7 is 128 GT/s, Gen8 is planned at 256): larger is junk.
+MAX_GTS = 1024
 
 
 def generation_from_gts(gts):
@@ -48,7 +50,7 @@ def parse_link_speed(text):
 
     Both kernel spellings are accepted: ``"8 GT/s"`` (older kernels) and
     ``"8.0 GT/s PCIe"`` (5.x and later). ``"Unknown"`` and anything else that
-    does not look like a rate gives None.
+    does not look like a rate, or is above ``MAX_GTS``, gives None.
     """
     if text is None:
         return None
@@ -56,17 +58,17 @@ def parse_link_speed(text):
     if not match:
         return None
     value = float(match.group(1))
-    return value if value > 0 else None
+    return value if 0 < value <= MAX_GTS else None
 
 
 def parse_link_width(text):
     """Parse a sysfs ``*_link_width``; 0, 255 (link down/unknown) and junk give None."""
     if text is None:
         return None
-    try:
-        width = int(str(text).strip().lstrip("x"), 10)
-    except ValueError:
+    digits = str(text).strip().lstrip("x")
+    if not 0 < len(digits) <= 3 or not all(c in "0123456789" for c in digits):
         return None
+    width = int(digits, 10)
     return width if width in VALID_WIDTHS else None
 
 
@@ -81,7 +83,7 @@ def pcie_bandwidth(gen, width):
     try:
         gen = int(gen)
         width = int(width)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     entry = GENERATIONS.get(gen)
     if entry is None or width <= 0:

@@ -7,6 +7,17 @@
 
 Only files are read: no subprocess, nothing that can hang on broken hardware.
 Odd values (missing files, "Unknown", -1, garbage) become None plus a warning.
+
+Bounds, so that no input can hang, crash or exhaust the reader:
+
+- Only regular files are opened (a FIFO, socket or device node in a capture is named in a warning and
+  skipped without being opened), and always with O_NONBLOCK.
+- One read of a sysfs attribute takes at most ``SYSFS_MAX_BYTES`` (64 KiB: a sysfs attribute is at
+  most one page, and 64 KiB is the largest page size Linux uses); a procfs file at most
+  ``PROCFS_MAX_BYTES`` (8 MiB, some 60000 routes in /proc/net/route). A larger file is ignored with a
+  warning that says the bound.
+- Numbers outside what any kernel reports (``LIMITS``) are ignored with a warning naming the file.
+- At most ``MAX_WARNINGS`` warnings are kept; the rest are counted in one last warning.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,6 +32,7 @@ import stat
 import sys
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._cpulist import (
+    MAX_CPUS,
     format_cpulist,
     parse_cpulist,
     parse_cpumask,
@@ -40,19 +52,59 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._model import (
     Vlan,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._pcie import (
+    MAX_GTS,
+    VALID_WIDTHS,
     parse_link_speed,
     parse_link_width,
 )
 
 PCI_ADDRESS_RE = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 _HOST_BRIDGE_RE = re.compile(r"^pci[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}$")
-_MAX_READ = 65536
+SYSFS_MAX_BYTES = 65536
+PROCFS_MAX_BYTES = 8 << 20
+MAX_WARNINGS = 500
 # The attribute files read per PCI function.
 _PCI_FILES = frozenset((
     "config", "uevent", "class", "vendor", "device", "subsystem_vendor", "subsystem_device", "numa_node",
     "local_cpulist", "local_cpus", "current_link_speed", "current_link_width", "max_link_speed", "max_link_width",
 ))
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+               | getattr(os, "O_NOCTTY", 0))
+# Errors that mean "this kernel or driver does not know" (a down link's speed, an unused GID entry), not
+# "something is wrong here": None without a warning. Every other error is named in a warning.
+_QUIET_ERRNOS = frozenset((errno.ENOENT, errno.ENOTDIR, errno.EINVAL, errno.ENODEV, errno.EOPNOTSUPP,
+                           getattr(errno, "ENOTSUP", errno.EOPNOTSUPP), errno.ENXIO, errno.EAGAIN))
+_FILE_TYPES = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+               (stat.S_ISSOCK, "a socket"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+# Plausible ranges of the numbers read, (low, high) inclusive: anything outside is no kernel's answer.
+MAX_SPEED_MBPS = 3200000  # 3.2 Tbit/s: twice 1.6 Tbit/s, the fastest Ethernet rate standardised
+LIMITS = {
+    "numa_node": (0, 1023),          # MAX_NUMNODES: NODES_SHIFT is at most 10
+    "distance": (0, 255),            # ACPI SLIT entries are one byte
+    "mem_kb": (0, 1 << 44),          # 16 PiB per node
+    "speed": (0, MAX_SPEED_MBPS),
+    "mtu": (0, 65575),               # IP6_MAX_MTU, the largest any in-tree driver allows (loopback: 65536)
+    "dev_port": (0, 65535),          # unsigned short
+    "type": (0, 65535),              # ARPHRD_*, unsigned short
+    "miimon": (0, 2147483647),       # milliseconds, an int
+    "rate_gbps": (0, 3200),          # InfiniBand: 12x XDR is 2400 Gb/s
+    "port": (1, 65535),
+    "gid_index": (0, 65535),
+    "vlan_id": (0, 4095),            # 12 bits
+    "aggregator_id": (0, 65535),
+    "link_failure_count": (0, 4294967295),
+    "class": (0, 0xFFFFFF),
+    "pci_id": (0, 0xFFFF),
+}
+# Speeds the kernel prints for "unknown": -1 (SPEED_UNKNOWN), and as unsigned on older kernels.
+_UNKNOWN_SPEEDS = (-1, 65535, 4294967295)
+# Digit strings of any length a file can hold are numbers (then out of range); int() of a few thousand digits is
+# quick, and Python refuses more than 4300.
+_INT_RE = re.compile(r"^-?[0-9]{1,4000}$")
+_RATE_RE = re.compile(r"^[0-9]{1,4000}(?:\.[0-9]{1,9})?$")
+_HEX_RE = re.compile(r"^(?:0[xX])?[0-9a-fA-F]{1,16}$")
 
 ARPHRD_INFINIBAND = 32
 ARPHRD_LOOPBACK = 772
@@ -86,6 +138,30 @@ def _is_hex(text):
     return bool(text) and all(c in "0123456789abcdef" for c in text)
 
 
+def parse_decimal(text):
+    """An ASCII decimal integer (optionally negative), else None (str.isdecimal() and int() also take other
+    scripts' digits, "+5" and "1_0"); at most 4000 digits."""
+    text = (text or "").strip()
+    return int(text) if _INT_RE.match(text) else None
+
+
+def in_limits(value, what):
+    low, high = LIMITS[what]
+    return value is not None and low <= value <= high
+
+
+def _short(text):
+    """A value for a warning: long ones (a 400-digit number) cut, with their length."""
+    return text if len(text) <= 24 else "%s... (%d characters)" % (text[:20], len(text))
+
+
+def _file_type(mode):
+    for check, name in _FILE_TYPES:
+        if check(mode):
+            return name
+    return "unknown type"
+
+
 class SysfsReader:
     """Reads one machine's topology below ``root`` ("/" for the live machine)."""
 
@@ -94,70 +170,141 @@ class SysfsReader:
         self.topo = Topology(source="sysfs")
         self._pci_dirs = {}
         self._listings = {}
+        self._proc = os.path.join(root, "proc") + os.sep
+        self._suppressed = 0
 
     # ---- low-level I/O: the only place files are touched ------------------------------
     def path(self, *parts):
         return os.path.join(self.root, *[p.lstrip("/") for p in parts])
 
-    def read(self, path, quiet=False, regular=False):
-        """Text of a sysfs file, stripped; None when missing, unreadable or not text.
+    def warn(self, message):
+        """A note in the topology's warnings; past MAX_WARNINGS they are only counted."""
+        if len(self.topo.warnings) < MAX_WARNINGS:
+            self.topo.warn(message)
+        else:
+            self._suppressed += 1
+
+    def _io_error(self, path, exc, quiet=False):
+        # Missing files are normal (old kernels, captures) and EINVAL is how a down link says "unknown";
+        # permission denied, EIO and the like are worth a note, quiet or not.
+        if exc.errno not in _QUIET_ERRNOS and exc.errno != errno.EISDIR:
+            self.warn("%s: unreadable (%s)" % (path, exc.strerror or exc))
+
+    def limit_for(self, path):
+        return PROCFS_MAX_BYTES if path.startswith(self._proc) else SYSFS_MAX_BYTES
+
+    def read_bytes(self, path, quiet=False, regular=False, limit=None):
+        """Bytes of one file, at most ``limit``; None when missing, unreadable, too large or not a regular file.
 
         ``regular`` says the caller already knows the path is a regular file (from its directory
-        listing), which saves a stat.
+        listing), which saves a stat. Anything else is refused before it is opened: opening a FIFO
+        blocks and opening a device node can have effects.
         """
+        limit = self.limit_for(path) if limit is None else limit
+        if not regular:
+            try:
+                mode = os.stat(path).st_mode
+            except OSError as exc:
+                self._io_error(path, exc, quiet)
+                return None
+            if not stat.S_ISREG(mode):
+                if not quiet or not stat.S_ISDIR(mode):
+                    self.warn("%s: not a regular file (%s), ignored" % (path, _file_type(mode)))
+                return None
         try:
-            # O_NONBLOCK: a FIFO in a capture must not block the open; only regular files are read.
+            # O_NONBLOCK as well: should the path change between the stat and the open, a FIFO still
+            # does not block the open, and the fstat below refuses it.
             fd = os.open(path, _OPEN_FLAGS)
         except OSError as exc:
-            # Missing files are normal (old kernels, captures); other errors are worth a note.
-            if not quiet and exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.EINVAL):
-                self.topo.warn("%s: unreadable (%s)" % (path, exc))
+            self._io_error(path, exc, quiet)
             return None
         try:
-            if not regular and not stat.S_ISREG(os.fstat(fd).st_mode):
-                if not quiet:
-                    self.topo.warn("%s: not a regular file, ignored" % path)
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                self.warn("%s: not a regular file (%s), ignored" % (path, _file_type(mode)))
                 return None
-            data = os.read(fd, _MAX_READ)
+            # A sysfs attribute (and a file of a capture) comes whole in one read: a short read is the end.
+            # procfs files come a record at a time: read them to the end (or past the bound).
+            whole = limit != PROCFS_MAX_BYTES
+            chunks, size = [], 0
+            while size <= limit:
+                asked = limit + 1 - size
+                chunk = os.read(fd, asked)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if whole and len(chunk) < asked:
+                    break
         except OSError as exc:
             # Reading some sysfs attributes of a down link fails with EINVAL: that means unknown.
-            if not quiet and exc.errno != errno.EINVAL:
-                self.topo.warn("%s: unreadable (%s)" % (path, exc))
+            self._io_error(path, exc, quiet)
             return None
         finally:
             os.close(fd)
+        if size > limit:
+            self.warn("%s: larger than %d bytes (the bound for one %s file), ignored"
+                      % (path, limit, "procfs" if limit == PROCFS_MAX_BYTES else "sysfs"))
+            return None
+        return b"".join(chunks)
+
+    def read(self, path, quiet=False, regular=False):
+        """Text of a sysfs file, stripped; None when missing, unreadable or not text.
+
+        Trailing NULs are accepted (some ARM firmware and drivers end an attribute with "\\n\\0").
+        """
+        data = self.read_bytes(path, quiet=quiet, regular=regular)
+        if data is None:
+            return None
+        data = data.rstrip(b"\0\t\n\r ")
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            self.topo.warn("%s: not text, ignored" % path)
+            self.warn("%s: not text, ignored" % path)
             return None
         if "\x00" in text:
-            self.topo.warn("%s: not text, ignored" % path)
+            self.warn("%s: not text, ignored" % path)
             return None
         return text.strip()
 
-    def read_int(self, path, base=10, quiet=False, regular=False):
+    def read_int(self, path, base=10, quiet=False, regular=False, what=None, unknown=()):
+        """An integer file; None when missing, not a number, or outside ``LIMITS[what]``.
+
+        Values in ``unknown`` (the kernel's spelling of "unknown", such as -1) give None quietly.
+        """
         text = self.read(path, quiet=quiet, regular=regular)
         if text is None or text == "":
             return None
-        try:
-            return int(text, base)
-        except ValueError:
-            self.topo.warn("%s: %r is not a number, ignored" % (path, text[:40]))
+        value = parse_decimal(text) if base == 10 else (int(text, 16) if _HEX_RE.match(text) else None)
+        if value is None:
+            self.warn("%s: %r is not a number, ignored" % (path, text[:40]))
             return None
+        if value in unknown:
+            return None
+        if what is not None and not in_limits(value, what):
+            self.warn("%s: %s is outside %d..%d, ignored" % ((path, _short(text)) + LIMITS[what]))
+            return None
+        return value
 
     def listdir(self, path):
         try:
             return sorted(os.listdir(path))
-        except (IOError, OSError):
+        except (IOError, OSError) as exc:
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                self.warn("%s: directory unreadable (%s)" % (path, exc.strerror or exc))
             return []
 
     def resolve(self, path):
-        """Where a /sys/class/* link points (sysfs links are one level, relative, to real directories)."""
+        """Where a /sys/class/* link points (sysfs links are one level, relative, to real directories).
+
+        An absolute link in a capture is taken below the root, never on the machine running the reader.
+        """
         try:
             target = os.readlink(path)
         except OSError:
             return path
+        if os.path.isabs(target) and self.root not in ("/", ""):
+            return os.path.normpath(self.path(target))
         return os.path.normpath(os.path.join(os.path.dirname(path), target))
 
     def link_name(self, path):
@@ -169,6 +316,12 @@ class SysfsReader:
 
     # ---- entry point ------------------------------------------------------------------
     def read_all(self, parts=("pci", "numa", "net", "rdma", "bond", "vlan")):
+        if os.path.exists(self.root) and not os.path.isdir(self.root):
+            try:
+                kind = _file_type(os.stat(self.root).st_mode)
+            except OSError:
+                kind = "unknown type"
+            raise TopologyError("root: %s is not a sysfs tree: it is not a directory (%s)" % (self.root, kind))
         if not os.path.isdir(self.path("sys")):
             raise TopologyError(
                 "%s is not a sysfs tree: %s does not exist or is not a directory"
@@ -188,6 +341,8 @@ class SysfsReader:
             self.read_bonds()
         if "vlan" in parts:
             self.read_vlans()
+        if self._suppressed:
+            self.topo.warn("%d more warnings not listed (at most %d are kept)" % (self._suppressed, MAX_WARNINGS))
         return self.topo
 
     # ---- NUMA ---------------------------------------------------------------------------
@@ -195,8 +350,14 @@ class SysfsReader:
         base = self.path("sys/devices/system/node")
         ids = []
         for entry in self.listdir(base):
-            if entry.startswith("node") and entry[4:].isdecimal():
-                ids.append(int(entry[4:]))
+            node_id = parse_decimal(entry[4:]) if entry.startswith("node") and entry[4:5] != "-" else None
+            if node_id is None:
+                continue
+            if in_limits(node_id, "numa_node"):
+                ids.append(node_id)
+            else:
+                self.warn("%s/%s: NUMA node %s is outside %d..%d, ignored"
+                          % ((base, _short(entry), _short(entry[4:])) + LIMITS["numa_node"]))
         ids.sort()
         for node_id in ids:
             node_dir = os.path.join(base, "node%d" % node_id)
@@ -206,16 +367,19 @@ class SysfsReader:
             if cpus is None:
                 cpus = parse_cpumask(self.read(os.path.join(node_dir, "cpumap")))
             if cpus is None and cpulist is not None:
-                self.topo.warn("%s/cpulist: %r is not a CPU list" % (node_dir, cpulist[:40]))
+                self.warn("%s/cpulist: %r is not a CPU list (CPU numbers below %d)"
+                          % (node_dir, cpulist[:40], MAX_CPUS))
             node.cpus = format_cpulist(cpus) if cpus is not None else None
             node.memory_bytes = self._node_memory(os.path.join(node_dir, "meminfo"))
             distance = self.read(os.path.join(node_dir, "distance"))
             if distance:
-                values = distance.split()
-                if len(values) == len(ids) and all(v.isdecimal() for v in values):
-                    node.distances = dict(zip(ids, (int(v) for v in values)))
+                values = [parse_decimal(v) for v in distance.split()]
+                if len(values) == len(ids) and all(in_limits(v, "distance") for v in values):
+                    node.distances = dict(zip(ids, values))
+                elif len(values) == len(ids) and all(v is not None for v in values):
+                    self.warn("%s/distance: a distance outside %d..%d, ignored" % ((node_dir,) + LIMITS["distance"]))
                 else:
-                    self.topo.warn("%s/distance: %r does not match the %d nodes" % (node_dir, distance[:60], len(ids)))
+                    self.warn("%s/distance: %r does not match the %d nodes" % (node_dir, distance[:60], len(ids)))
             self.topo.numa[node_id] = node
 
     def _node_memory(self, path):
@@ -225,64 +389,102 @@ class SysfsReader:
         for line in text.splitlines():
             fields = line.split()
             # "Node 0 MemTotal:       16747124 kB"
-            if len(fields) >= 4 and fields[2] == "MemTotal:" and fields[3].isdecimal():
-                return int(fields[3]) * 1024
-        self.topo.warn("%s: no MemTotal line" % path)
+            if len(fields) >= 4 and fields[2] == "MemTotal:":
+                kb = parse_decimal(fields[3])
+                if in_limits(kb, "mem_kb"):
+                    return kb * 1024
+                self.warn("%s: MemTotal %s kB is not a size (0..%d kB), ignored"
+                          % (path, _short(fields[3]), LIMITS["mem_kb"][1]))
+                return None
+        self.warn("%s: no MemTotal line" % path)
         return None
 
     # ---- PCI ----------------------------------------------------------------------------
     def read_pci(self):
         devices_root = self.path("sys/devices")
-        found = {}
+        copies = {}
         # The device tree under /sys/devices/pciDDDD:BB holds the hierarchy.
         for top in self.listdir(devices_root):
             if _HOST_BRIDGE_RE.match(top):
-                self._walk_pci(os.path.join(devices_root, top), top.lower(), None, found)
-        # Devices only reachable through /sys/bus/pci/devices (captures without the tree).
+                self._walk_pci(os.path.join(devices_root, top), top.lower(), copies)
         bus = self.path("sys/bus/pci/devices")
+        bus_entries = dict((entry.lower(), entry) for entry in self.listdir(bus) if PCI_ADDRESS_RE.match(entry))
+        found = {}
+        for address, candidates in copies.items():
+            found[address] = self._pick_copy(address, candidates, bus, bus_entries.get(address))
+        # Devices only reachable through /sys/bus/pci/devices (captures without the tree).
         flat = False
-        for entry in self.listdir(bus):
-            if not PCI_ADDRESS_RE.match(entry) or entry.lower() in found:
+        for address, entry in sorted(bus_entries.items()):
+            if address in found:
                 continue
             target = os.path.join(bus, entry)
             if os.path.isdir(target):
                 flat = True
-                found[entry.lower()] = (os.path.realpath(target), "unknown:" + entry.lower(), None)
+                found[address] = (self.resolve(target), "unknown:" + address, None)
         if flat:
-            self.topo.warn("%s: PCI hierarchy not captured; parent chains and path types are approximate" % bus)
+            self.warn("%s: PCI hierarchy not captured; parent chains and path types are approximate" % bus)
         for address, (directory, host_bridge, parent) in sorted(found.items()):
             self._pci_dirs[address] = directory
             self.topo.pci[address] = self._read_pci_device(address, directory, host_bridge, parent)
 
-    def _walk_pci(self, directory, host_bridge, parent, found):
-        names, files, children = set(), set(), []
-        try:
-            iterator = os.scandir(directory)
-        except OSError:
-            iterator = None
-        if iterator is not None:
-            with iterator:
-                for entry in iterator:
-                    name = entry.name
-                    names.add(name)
-                    # Types come from the directory entries: no stat per file.
-                    if name in _PCI_FILES:
-                        if entry.is_file(follow_symlinks=False):
-                            files.add(name)
-                    elif ":" in name and PCI_ADDRESS_RE.match(name) and entry.is_dir(follow_symlinks=False):
-                        children.append((name, entry.path))
-        self._listings[directory] = (names, files)
-        for name, path in sorted(children):
-            address = name.lower()
-            found[address] = (path, host_bridge, parent)
-            self._walk_pci(path, host_bridge, address, found)
+    def _pick_copy(self, address, candidates, bus, entry):
+        """One device directory per address: the one /sys/bus/pci/devices/<address> links to.
+
+        A device can show up twice under /sys/devices (a capture merged from two trees, a firmware or
+        kernel bug); the bus link names the one the kernel uses.
+        """
+        if len(candidates) == 1:
+            return candidates[0]
+        candidates = sorted(candidates)
+        target = os.path.normpath(self.resolve(os.path.join(bus, entry))) if entry else None
+        chosen = next((c for c in candidates if os.path.normpath(c[0]) == target), None)
+        where = ", ".join(c[0] for c in candidates)
+        if chosen is None:
+            chosen = candidates[0]
+            self.warn("%s: found %d times under /sys/devices (%s) and %s does not link to one of them; read %s"
+                      % (address, len(candidates), where, os.path.join(bus, entry or address), chosen[0]))
+        else:
+            self.warn("%s: found %d times under /sys/devices (%s); read %s, the one %s links to"
+                      % (address, len(candidates), where, chosen[0], os.path.join(bus, entry)))
+        return chosen
+
+    def _walk_pci(self, top, host_bridge, copies):
+        # Iterative: a hostile capture nested thousands deep must not exhaust the stack.
+        stack = [(top, None)]
+        while stack:
+            directory, parent = stack.pop()
+            names, files, children = set(), set(), []
+            try:
+                iterator = os.scandir(directory)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                    self.warn("%s: directory unreadable (%s)" % (directory, exc.strerror or exc))
+                iterator = None
+            if iterator is not None:
+                with iterator:
+                    for entry in iterator:
+                        name = entry.name
+                        names.add(name)
+                        # Types come from the directory entries: no stat per file.
+                        if name in _PCI_FILES:
+                            if entry.is_file(follow_symlinks=False):
+                                files.add(name)
+                        elif ":" in name and PCI_ADDRESS_RE.match(name) and entry.is_dir(follow_symlinks=False):
+                            children.append((name, entry.path))
+            self._listings[directory] = (names, files)
+            for name, path in sorted(children, reverse=True):
+                address = name.lower()
+                copies.setdefault(address, []).append((path, host_bridge, parent))
+                stack.append((path, address))
 
     def _read_pci_device(self, address, directory, host_bridge, parent):
         listing = self._listings.get(directory)
         if listing is None:
             try:
                 entries = list(os.scandir(directory))
-            except OSError:
+            except OSError as exc:
+                if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                    self.warn("%s: directory unreadable (%s)" % (directory, exc.strerror or exc))
                 entries = []
             listing = (set(e.name for e in entries),
                        set(e.name for e in entries if e.name in _PCI_FILES and e.is_file(follow_symlinks=False)))
@@ -295,55 +497,81 @@ class SysfsReader:
             if name in files:
                 return self.read(prefix + name, regular=True)
             if name in names:
-                self.topo.warn("%s%s: not a regular file, ignored" % (prefix, name))
+                try:
+                    kind = _file_type(os.lstat(prefix + name).st_mode)
+                except OSError:
+                    kind = "gone"
+                if kind != "a directory" and os.path.islink(prefix + name):
+                    kind = "a symbolic link"
+                self.warn("%s%s: not a regular file (%s), ignored" % (prefix, name, kind))
             return None
 
-        def hex_value(name):
+        def hex_value(name, what):
             value = text(name)
-            try:
-                return int(value, 16) if value else None
-            except ValueError:
-                self.topo.warn("%s%s: %r is not a number, ignored" % (prefix, name, value[:40]))
+            if not value:
                 return None
+            number = int(value, 16) if _HEX_RE.match(value) else None
+            if number is None:
+                self.warn("%s%s: %r is not a number, ignored" % (prefix, name, value[:40]))
+            elif not in_limits(number, what):
+                self.warn("%s%s: %s is outside 0x0..0x%x, ignored" % (prefix, name, _short(value), LIMITS[what][1]))
+                number = None
+            return number
 
         dev = PciDevice(address=address, host_bridge=host_bridge, parent=parent)
         # One read of uevent gives class, ids and driver; the single-value files are the fallback.
         event = parse_uevent(text("uevent"))
-        dev.class_code = _hex_field(event.get("PCI_CLASS"))
+        dev.class_code = _hex_field(event.get("PCI_CLASS"), LIMITS["class"][1])
         dev.vendor_id, dev.device_id = _hex_pair(event.get("PCI_ID"))
         dev.subsystem_vendor_id, dev.subsystem_device_id = _hex_pair(event.get("PCI_SUBSYS_ID"))
         if dev.class_code is None or dev.vendor_id is None:
-            dev.class_code = hex_value("class")
-            dev.vendor_id = hex_value("vendor")
-            dev.device_id = hex_value("device")
-            dev.subsystem_vendor_id = hex_value("subsystem_vendor")
-            dev.subsystem_device_id = hex_value("subsystem_device")
+            dev.class_code = hex_value("class", "class")
+            dev.vendor_id = hex_value("vendor", "pci_id")
+            dev.device_id = hex_value("device", "pci_id")
+            dev.subsystem_vendor_id = hex_value("subsystem_vendor", "pci_id")
+            dev.subsystem_device_id = hex_value("subsystem_device", "pci_id")
         dev.driver = event.get("DRIVER") or (self.link_name(prefix + "driver") if "driver" in names else None)
         numa = text("numa_node")
         if numa is not None:
-            try:
-                value = int(numa)
-                dev.numa_node = value if value >= 0 else None
-            except ValueError:
-                self.topo.warn("%snuma_node: %r is not a number, ignored" % (prefix, numa[:40]))
-        cpus = parse_cpulist(text("local_cpulist"))
+            value = parse_decimal(numa)
+            if value is None:
+                self.warn("%snuma_node: %r is not a number, ignored" % (prefix, numa[:40]))
+            elif in_limits(value, "numa_node"):
+                dev.numa_node = value
+            elif value != -1:  # -1: the firmware gave no locality, documented as unknown
+                self.warn("%snuma_node: %s is outside -1..%d, ignored"
+                          % (prefix, _short(numa), LIMITS["numa_node"][1]))
+        cpulist = text("local_cpulist")
+        cpus = parse_cpulist(cpulist)
         if cpus is None:
-            cpus = parse_cpumask(text("local_cpus"))
+            mask = text("local_cpus")
+            cpus = parse_cpumask(mask)
+            if cpus is None and (cpulist or mask):
+                self.warn("%s%s: %r is not a CPU %s (CPU numbers below %d)"
+                          % (prefix, "local_cpulist" if cpulist else "local_cpus", (cpulist or mask)[:40],
+                             "list" if cpulist else "mask", MAX_CPUS))
         dev.local_cpus = format_cpulist(cpus) if cpus else None
         if numa is None and cpus and "numa_node" not in names:
             # No numa_node file at all (partial captures): the node whose CPUs hold the
             # device's local CPUs, as hwloc does. A numa_node of -1 stays unknown.
             dev.numa_node = self._node_of_cpus(set(cpus))
             if dev.numa_node is not None:
-                self.topo.warn("%snuma_node missing; NUMA node %d inferred from local_cpus"
-                               % (prefix, dev.numa_node))
+                self.warn("%snuma_node missing; NUMA node %d inferred from local_cpus"
+                          % (prefix, dev.numa_node))
         for which in ("current", "max"):
             speed_text = text(which + "_link_speed")
             speed = parse_link_speed(speed_text)
             if speed_text is not None and speed is None and not speed_text.lower().startswith("unknown"):
-                self.topo.warn("%s%s_link_speed: %r not understood" % (prefix, which, speed_text[:40]))
+                self.warn("%s%s_link_speed: %r not understood (a rate of at most %d GT/s)"
+                          % (prefix, which, speed_text[:40], MAX_GTS))
             setattr(dev, which + "_gts", speed)
-            setattr(dev, which + "_width", parse_link_width(text(which + "_link_width")))
+            width_text = text(which + "_link_width")
+            width = parse_link_width(width_text)
+            # 0 and 255 are how a down or untrained link reads: unknown, not odd.
+            if width is None and width_text and width_text.strip().lstrip("x") not in ("0", "255"):
+                self.warn("%s%s_link_width: %s is not a PCIe link width (%s)"
+                          % (prefix, which, _short(width_text), ", ".join(str(w) for w in VALID_WIDTHS)))
+            setattr(dev, which + "_width", width)
         dev.has_rdma = "infiniband" in names
         if dev.class_code is not None and dev.class_code >> 8 == 0x0604 and "config" in files:
             dev.acs_readable, dev.acs_control = self._acs(prefix + "config")
@@ -351,13 +579,8 @@ class SysfsReader:
 
     def _acs(self, path):
         """(readable, ACS Control) from a bridge's config space; extended space needs root on a live system."""
-        try:
-            fd = os.open(path, _OPEN_FLAGS)
-            try:
-                data = os.read(fd, 4096)
-            finally:
-                os.close(fd)
-        except OSError:
+        data = self.read_bytes(path, regular=True, limit=4096)
+        if data is None:
             return False, None
         return parse_acs_control(data)
 
@@ -393,17 +616,22 @@ class SysfsReader:
         if ipv6 is None and fib is None:
             return  # a capture without procfs networking: addresses unknown
         local = parse_fib_trie_local(fib) if fib is not None else []
-        loopback = [n.name for n in self.topo.netdevs.values() if n.kind == "loopback"] or ["lo"]
+        loopback = sorted(n.name for n in self.topo.netdevs.values() if n.kind == "loopback") or ["lo"]
         for dev in self.topo.netdevs.values():
             dev.ipv4, dev.ipv6 = [], list((ipv6 or {}).get(dev.name, []))
+        index = _RouteIndex(routes)
         for address in local:
-            iface, prefix = _route_for(address, routes)
+            iface, prefix = index.lookup(address)
             if iface is None and address.startswith("127."):
                 iface, prefix = loopback[0], 8
             if iface in self.topo.netdevs:
                 self.topo.netdevs[iface].ipv4.append("%s/%d" % (address, prefix))
             elif iface is None:
-                self.topo.warn("/proc/net/fib_trie: local address %s matches no connected route" % address)
+                self.warn("/proc/net/fib_trie: local address %s matches no connected route" % address)
+        # The files list addresses in the kernel's order (if_inet6: newest first): sort, the order means nothing.
+        for dev in self.topo.netdevs.values():
+            dev.ipv4.sort(key=_address_key)
+            dev.ipv6.sort(key=_address_key)
 
     def _read_netdev(self, name, entry):
         join = os.path.join
@@ -418,19 +646,19 @@ class SysfsReader:
             dev.driver = self.link_name(join(os.path.dirname(os.path.dirname(target)), "driver"))
         virtual = "virtual" in parts
         if exists:
-            dev.mtu = self.read_int(join(target, "mtu"))
+            dev.mtu = self.read_int(join(target, "mtu"), what="mtu")
             dev.operstate = self.read(join(target, "operstate"))
             # carrier, speed and duplex fail with EINVAL while the interface is down.
             carrier = self.read(join(target, "carrier"), quiet=True)
             dev.carrier = {"1": True, "0": False}.get(carrier)
-            speed = self.read_int(join(target, "speed"), quiet=True)
+            speed = self.read_int(join(target, "speed"), quiet=True, what="speed", unknown=_UNKNOWN_SPEEDS)
             dev.speed_mbps = speed if speed is not None and speed > 0 else None
             duplex = self.read(join(target, "duplex"), quiet=True)
             dev.duplex = duplex if duplex in ("full", "half") else None
             mac = self.read(join(target, "address"))
             dev.mac = mac or None
-            dev.dev_port = self.read_int(join(target, "dev_port"), quiet=True)
-            link_type = self.read_int(join(target, "type"))
+            dev.dev_port = self.read_int(join(target, "dev_port"), quiet=True, what="dev_port")
+            link_type = self.read_int(join(target, "type"), what="type")
             uevent = self.read(join(target, "uevent")) or ""
             devtype = ""
             for line in uevent.splitlines():
@@ -452,7 +680,7 @@ class SysfsReader:
             # A link into a part of sysfs that was not captured: all we know is the name.
             dev.kind = "loopback" if name == "lo" else "virtual"
             if virtual or dev.pci_address is None:
-                self.topo.warn("%s: interface details not available (link target not captured)" % entry)
+                self.warn("%s: interface details not available (link target not captured)" % entry)
         return dev
 
     # ---- RDMA -----------------------------------------------------------------------------
@@ -465,15 +693,13 @@ class SysfsReader:
             pci_index = _pci_component(parts[:-2]) if len(parts) >= 3 and parts[-2] == "infiniband" else None
             if pci_index is not None:
                 rdma.pci_address = parts[pci_index].lower()
-                for netdev in self.topo.netdevs.values():
-                    if netdev.pci_address == rdma.pci_address:
-                        rdma.netdevs.append(netdev.name)
+                rdma.netdevs = sorted(netdev.name for netdev in self.topo.netdevs.values()
+                                      if netdev.pci_address == rdma.pci_address)
             ports_dir = os.path.join(target, "ports")
-            for port_name in self.listdir(ports_dir):
-                if port_name.isdecimal():
-                    rdma.ports.append(self._read_rdma_port(rdma, int(port_name), os.path.join(ports_dir, port_name)))
+            for number, port_name in self._numbered(ports_dir, "port"):
+                rdma.ports.append(self._read_rdma_port(rdma, number, os.path.join(ports_dir, port_name)))
             if not os.path.isdir(target):
-                self.topo.warn("%s: RDMA device details not available (link target not captured)"
+                self.warn("%s: RDMA device details not available (link target not captured)"
                                % os.path.join(class_ib, name))
             self.topo.rdma[name] = rdma
 
@@ -487,23 +713,25 @@ class SysfsReader:
         port.rate = rate
         if rate:
             head = rate.split()[0]
-            try:
-                port.rate_gbps = float(head)
-            except ValueError:
-                self.topo.warn("%s/rate: %r not understood" % (directory, rate[:40]))
+            value = float(head) if _RATE_RE.match(head) else None
+            if value is None:
+                self.warn("%s/rate: %r not understood" % (directory, rate[:40]))
+            elif not LIMITS["rate_gbps"][0] < value <= LIMITS["rate_gbps"][1]:
+                self.warn("%s/rate: %s Gb/s is outside 0..%d, ignored"
+                          % (directory, _short(head), LIMITS["rate_gbps"][1]))
+            else:
+                port.rate_gbps = value
         port.link_layer = self.read(join(directory, "link_layer"))
         # The GID table matters for RoCE (which index carries the IPv4 address); an InfiniBand
         # port's table is its subnet prefix and GUID, and can run to hundreds of files.
         gid_names = self.listdir(join(directory, "gids")) if port.link_layer != "InfiniBand" else []
-        for index_name in gid_names:
-            if not index_name.isdecimal():
-                continue
+        for gid_index, index_name in self._numbered(join(directory, "gids"), "gid_index", gid_names):
             gid = self.read(join(directory, "gids", index_name), quiet=True)
             # Unused table entries are all zeros (RoCE) or the subnet prefix with a zero
             # interface id (InfiniBand).
             if not gid or gid.split(":")[4:] == ["0000"] * 4:
                 continue
-            entry = GidEntry(index=int(index_name), gid=gid)
+            entry = GidEntry(index=gid_index, gid=gid)
             entry.gid_type = self.read(join(directory, "gid_attrs", "types", index_name), quiet=True)
             entry.netdev = self.read(join(directory, "gid_attrs", "ndevs", index_name), quiet=True)
             entry.ipv4 = ipv4_from_gid(gid)
@@ -520,6 +748,21 @@ class SysfsReader:
             port.active_mtu = roce_active_mtu(self.topo.netdevs[port.netdev].mtu)
         return port
 
+    def _numbered(self, directory, what, names=None):
+        """[(number, name)] of the entries of ``directory`` named by a number (ports, GID indexes), in
+        numeric order; numbers outside ``LIMITS[what]`` are left out with a warning."""
+        numbered = []
+        for name in self.listdir(directory) if names is None else names:
+            number = parse_decimal(name) if name[:1] != "-" else None
+            if number is None:
+                continue
+            if in_limits(number, what):
+                numbered.append((number, name))
+            else:
+                self.warn("%s/%s: %s %s is outside %d..%d, ignored"
+                          % ((directory, _short(name), what.replace("_", " "), _short(name)) + LIMITS[what]))
+        return sorted(numbered)
+
     def read_kernel_modules(self):
         module_dir = self.path("sys/module")
         if not os.path.isdir(module_dir):
@@ -532,9 +775,13 @@ class SysfsReader:
         names = set(n for n, d in self.topo.netdevs.items() if d.kind == "bond")
         names.update(self.listdir(self.path("proc/net/bonding")))
         for name in sorted(names):
-            text = self.read(self.path("proc/net/bonding", name))
-            bond = parse_proc_bonding(name, text) if text else Bond(name=name)
+            path = self.path("proc/net/bonding", name)
+            text = self.read(path)
+            bond = parse_proc_bonding(name, text, warn=lambda m, p=path: self.warn("%s: %s" % (p, m))) \
+                if text else Bond(name=name)
             self._bond_sysfs(bond)
+            # The kernel lists members in the order they were enslaved, which means nothing: sort.
+            bond.members.sort(key=lambda m: m.name)
             self.topo.bonds[name] = bond
             if name in self.topo.netdevs:
                 self.topo.netdevs[name].kind = "bond"
@@ -547,27 +794,35 @@ class SysfsReader:
         bond.xmit_hash_policy = bond.xmit_hash_policy or _first_word(self.read(os.path.join(base, "xmit_hash_policy")))
         bond.lacp_rate = bond.lacp_rate or _first_word(self.read(os.path.join(base, "lacp_rate")))
         if bond.miimon is None:
-            bond.miimon = self.read_int(os.path.join(base, "miimon"))
+            bond.miimon = self.read_int(os.path.join(base, "miimon"), what="miimon")
         if not bond.members:
             for member in (self.read(os.path.join(base, "slaves")) or "").split():
                 bond.members.append(BondMember(name=member))
 
     def read_vlans(self):
-        text = self.read(self.path("proc/net/vlan/config"), quiet=True)
+        path = self.path("proc/net/vlan/config")
+        text = self.read(path, quiet=True)
         if text:
             for line in text.splitlines():
                 fields = [f.strip() for f in line.split("|")]
-                if len(fields) == 3 and fields[1].isdecimal():
-                    self.topo.vlans[fields[0]] = Vlan(name=fields[0], vlan_id=int(fields[1]), parent=fields[2])
-        for name, dev in self.topo.netdevs.items():
+                vid = parse_decimal(fields[1]) if len(fields) == 3 and fields[1][:1] != "-" else None
+                if vid is None or not fields[0]:
+                    continue
+                if in_limits(vid, "vlan_id"):
+                    self.topo.vlans[fields[0]] = Vlan(name=fields[0], vlan_id=vid, parent=fields[2])
+                else:
+                    self.warn("%s: %s: VLAN id %s is outside %d..%d, ignored"
+                              % ((path, fields[0][:40], _short(fields[1])) + LIMITS["vlan_id"]))
+        for name, dev in sorted(self.topo.netdevs.items()):
             if name in self.topo.vlans:
                 dev.kind = "vlan"
                 continue
-            parent, dot, vid = name.rpartition(".")
-            if dev.kind in ("virtual", "vlan") and dot and vid.isdecimal() and parent in self.topo.netdevs:
-                self.topo.vlans[name] = Vlan(name=name, vlan_id=int(vid), parent=parent, source="name")
+            parent, dot, vid_text = name.rpartition(".")
+            vid = parse_decimal(vid_text) if vid_text[:1] != "-" else None
+            if dev.kind in ("virtual", "vlan") and dot and in_limits(vid, "vlan_id") and parent in self.topo.netdevs:
+                self.topo.vlans[name] = Vlan(name=name, vlan_id=vid, parent=parent, source="name")
                 dev.kind = "vlan"
-                self.topo.warn("%s: VLAN id and parent inferred from the name (no /proc/net/vlan/config entry)" % name)
+                self.warn("%s: VLAN id and parent inferred from the name (no /proc/net/vlan/config entry)" % name)
 
 
 def _pci_component(parts):
@@ -605,9 +860,25 @@ def roce_active_mtu(netdev_mtu):
     return None
 
 
-def parse_proc_bonding(name, text):
-    """Parse /proc/net/bonding/<bond> (the bonding driver's status page)."""
+def parse_proc_bonding(name, text, warn=None):
+    """Parse /proc/net/bonding/<bond> (the bonding driver's status page).
+
+    Numbers no kernel prints (a 400-digit speed, a negative count) are left None; ``warn(message)``,
+    when given, hears about each.
+    """
     bond = Bond(name=name)
+
+    def number(key, value, what, unknown=()):
+        result = _int_or_none(value)
+        if result is None or result in unknown:
+            return None
+        if not in_limits(result, what):
+            if warn is not None:
+                where = ("%s: " % member.name) if member is not None else ""
+                warn("%s%s: %s is outside %d..%d, ignored" % ((where, key, _short(value)) + LIMITS[what]))
+            return None
+        return result
+
     member = None
     section = None
     for raw in text.splitlines():
@@ -640,11 +911,11 @@ def parse_proc_bonding(name, text):
             elif key == "MII Status":
                 bond.mii_status = value
             elif key == "MII Polling Interval (ms)":
-                bond.miimon = _int_or_none(value)
+                bond.miimon = number(key, value, "miimon")
             elif key == "LACP rate":
                 bond.lacp_rate = value
             elif section == "active" and key == "Aggregator ID":
-                bond.active_aggregator_id = _int_or_none(value)
+                bond.active_aggregator_id = number(key, value, "aggregator_id")
             elif section == "active" and key == "Partner Mac Address":
                 bond.partner_mac = value.lower()
             continue
@@ -657,22 +928,20 @@ def parse_proc_bonding(name, text):
         if key == "MII Status":
             member.mii_status = value
         elif key == "Speed":
-            speed = _int_or_none(value.split()[0]) if value else None
+            # "Speed: 100000 Mbps"; "Speed: Unknown" while the link is down
+            speed = number(key, value.split()[0], "speed", _UNKNOWN_SPEEDS) if value else None
             member.speed_mbps = speed if speed and speed > 0 else None
         elif key == "Duplex":
             member.duplex = value if value in ("full", "half") else None
         elif key == "Aggregator ID":
-            member.aggregator_id = _int_or_none(value)
+            member.aggregator_id = number(key, value, "aggregator_id")
         elif key == "Link Failure Count":
-            member.link_failure_count = _int_or_none(value)
+            member.link_failure_count = number(key, value, "link_failure_count")
     return bond
 
 
 def _int_or_none(text):
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return None
+    return parse_decimal(text) if isinstance(text, str) else None
 
 
 def parse_if_inet6(text):
@@ -682,25 +951,25 @@ def parse_if_inet6(text):
     result = {}
     for line in text.splitlines():
         fields = line.split()
-        if len(fields) != 6 or len(fields[0]) != 32:
+        if len(fields) != 6 or len(fields[0]) != 32 or not _is_hex(fields[0].lower()) or len(fields[2]) > 2:
             continue
-        try:
-            address = ipaddress.IPv6Address(int(fields[0], 16))
-            prefix = int(fields[2], 16)
-        except ValueError:
+        prefix = _hex_field(fields[2], 128)
+        if prefix is None:
             continue
+        address = ipaddress.IPv6Address(int(fields[0], 16))
         result.setdefault(fields[5], []).append("%s/%d" % (address, prefix))
     return result
 
 
 def parse_fib_trie_local(text):
     """The local IPv4 addresses (leaves marked "/32 host LOCAL") of /proc/net/fib_trie, in order."""
-    addresses, last = [], None
+    addresses, seen, last = [], set(), None
     for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith("|-- "):
             last = stripped[4:].strip()
-        elif stripped.startswith("/32 host LOCAL") and last and last not in addresses:
+        elif stripped.startswith("/32 host LOCAL") and last and last not in seen:
+            seen.add(last)
             addresses.append(last)
     return addresses
 
@@ -712,9 +981,8 @@ def parse_proc_route(text):
         fields = line.split()
         if len(fields) < 8:
             continue
-        try:
-            destination, gateway, mask = (int(fields[i], 16) for i in (1, 2, 7))
-        except ValueError:
+        destination, gateway, mask = (_hex_field(fields[i], 0xFFFFFFFF) for i in (1, 2, 7))
+        if destination is None or gateway is None or mask is None:
             continue
         if gateway == 0 and mask != 0:
             # The kernel prints these little-endian words in host order on x86: swap to network order.
@@ -725,6 +993,46 @@ def parse_proc_route(text):
 def _swap32(value):
     """/proc/net/route prints network-order words as host-order integers."""
     return int.from_bytes(value.to_bytes(4, sys.byteorder), "big")
+
+
+def _ipv4_value(address):
+    parts = address.split(".")
+    if len(parts) != 4 or not all(0 < len(p) <= 3 and _decimal_ascii(p) and int(p) < 256 for p in parts):
+        return None
+    return int.from_bytes(bytes(int(p) for p in parts), "big")
+
+
+def _decimal_ascii(text):
+    return all(c in "0123456789" for c in text)
+
+
+def _address_key(text):
+    """Sort key of "address/prefix" strings: numeric for addresses, text for anything else."""
+    try:
+        iface = ipaddress.ip_interface(text)
+        return (0, iface.version, int(iface.ip), iface.network.prefixlen, "")
+    except ValueError:
+        return (1, 0, 0, 0, text)
+
+
+class _RouteIndex:
+    """Connected routes by prefix length, longest first: a lookup costs at most 32 dict probes."""
+
+    def __init__(self, routes):
+        by_mask = {}
+        for iface, network, mask in routes:
+            by_mask.setdefault(mask, {}).setdefault(network, iface)  # the first route listed wins, as in _route_for
+        self.masks = sorted(by_mask.items(), key=lambda item: -item[0])
+
+    def lookup(self, address):
+        value = _ipv4_value(address)
+        if value is None:
+            return None, None
+        for mask, networks in self.masks:
+            iface = networks.get(value & mask)
+            if iface is not None:
+                return iface, bin(mask).count("1")
+        return None, None
 
 
 def _route_for(address, routes):
@@ -774,13 +1082,12 @@ def parse_uevent(text):
     return event
 
 
-def _hex_field(text):
-    if not text:
+def _hex_field(text, high=0xFFFF):
+    """A hex number up to ``high``, else None."""
+    if not text or not _HEX_RE.match(text):
         return None
-    try:
-        return int(text, 16)
-    except ValueError:
-        return None
+    value = int(text, 16)
+    return value if value <= high else None
 
 
 def _hex_pair(text):
@@ -788,7 +1095,7 @@ def _hex_pair(text):
     first, sep, second = (text or "").partition(":")
     if not sep:
         return None, None
-    a, b = _hex_field(first), _hex_field(second)
+    a, b = _hex_field(first.strip()), _hex_field(second.strip())
     return (a, b) if a is not None and b is not None else (None, None)
 
 

@@ -57,6 +57,8 @@ options:
     description:
       - Directory holding C(sys/) (and optionally C(proc/)) of the machine to read, for example an extracted
         C(hwloc-gather-topology) capture. Only used with O(source=sysfs).
+      - Absolute symbolic links inside a capture are followed below O(root), never on the machine running the
+        module. The module fails when O(root) is not a directory.
     type: path
     default: /
   path:
@@ -155,7 +157,13 @@ ansible_facts:
           returned: always
           sample: {status: unavailable, reason: "NVML could not start: Driver Not Loaded", driver_version: null}
         warnings:
-          description: Odd input that was read as C(null), one line each, naming the file.
+          description:
+            - Odd input that was read as C(null), one line each, naming the file.
+            - The sysfs reader opens only regular files (a FIFO, socket or device node is named and skipped), reads
+              at most 64 KiB of a sysfs attribute and 8 MiB of a procfs file, names files it may not read
+              (permission denied, I/O error), and leaves numbers no kernel reports (a speed above 3.2 Tbit/s, an
+              MTU above 65575, a NUMA node above 1023, a CPU number of 16384 or more) C(null). At most 500
+              warnings are listed; one last line counts the rest.
           type: list
           elements: str
           returned: always
