@@ -22,10 +22,22 @@ NIC_KEYS = ("name", "speed_mbps", "mtu")
 WAIVER_KEYS = ("rule", "hosts", "subject", "reason", "expires")
 CABLING_KEYS = ("switch", "port")
 MTU_RANGE = (68, 9216)
+# A waiver is a decision to look again later: one that expires further ahead than this is a warning.
+WAIVER_HORIZON_VARIABLE = "fabric_audit_waiver_horizon_days"
+DEFAULT_WAIVER_HORIZON_DAYS = 365
 
 
 def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _unknown_keys(mapping, known):
+    """Keys of ``mapping`` not in ``known``, sorted as text (YAML gives int, bool or None keys too)."""
+    return sorted((k for k in mapping if k not in known), key=lambda k: (str(type(k)), str(k)))
+
+
+def _key_name(key):
+    return key if isinstance(key, str) else repr(key)
 
 
 def validate_expectations(value, key="fabric_expectations"):
@@ -36,14 +48,16 @@ def validate_expectations(value, key="fabric_expectations"):
         return result, errors
     if not isinstance(value, dict):
         return result, ["%s: expected a mapping, got %r" % (key, value)]
-    for unknown in sorted(set(value) - set(EXPECTATION_KEYS)):
-        errors.append("%s.%s: unknown key (known: %s)" % (key, unknown, ", ".join(EXPECTATION_KEYS)))
-    gpu = value.get("gpu") or {}
+    for unknown in _unknown_keys(value, EXPECTATION_KEYS):
+        errors.append("%s.%s: unknown key (known: %s)" % (key, _key_name(unknown), ", ".join(EXPECTATION_KEYS)))
+    gpu = value.get("gpu")
+    if gpu is None:
+        gpu = {}
     if not isinstance(gpu, dict):
         errors.append("%s.gpu: expected a mapping, got %r" % (key, gpu))
         gpu = {}
-    for unknown in sorted(set(gpu) - set(GPU_KEYS)):
-        errors.append("%s.gpu.%s: unknown key (known: %s)" % (key, unknown, ", ".join(GPU_KEYS)))
+    for unknown in _unknown_keys(gpu, GPU_KEYS):
+        errors.append("%s.gpu.%s: unknown key (known: %s)" % (key, _key_name(unknown), ", ".join(GPU_KEYS)))
     if gpu.get("width") is not None:
         if not _is_int(gpu["width"]) or gpu["width"] not in VALID_WIDTHS:
             errors.append("%s.gpu.width: %r is not a PCIe width (%s)"
@@ -56,7 +70,9 @@ def validate_expectations(value, key="fabric_expectations"):
                           % (key, gpu["generation"], max(GENERATIONS)))
         else:
             result["gpu"]["generation"] = gpu["generation"]
-    nics = value.get("nics") or []
+    nics = value.get("nics")
+    if nics is None:
+        nics = []
     if not isinstance(nics, list):
         errors.append("%s.nics: expected a list, got %r" % (key, nics))
         nics = []
@@ -65,8 +81,8 @@ def validate_expectations(value, key="fabric_expectations"):
         if not isinstance(entry, dict):
             errors.append("%s: expected a mapping, got %r" % (where, entry))
             continue
-        for unknown in sorted(set(entry) - set(NIC_KEYS)):
-            errors.append("%s.%s: unknown key (known: %s)" % (where, unknown, ", ".join(NIC_KEYS)))
+        for unknown in _unknown_keys(entry, NIC_KEYS):
+            errors.append("%s.%s: unknown key (known: %s)" % (where, _key_name(unknown), ", ".join(NIC_KEYS)))
         if not isinstance(entry.get("name"), str) or not entry.get("name"):
             errors.append("%s.name: %r must be an interface name or pattern" % (where, entry.get("name")))
         speed = entry.get("speed_mbps")
@@ -76,7 +92,9 @@ def validate_expectations(value, key="fabric_expectations"):
         if mtu is not None and (not _is_int(mtu) or not MTU_RANGE[0] <= mtu <= MTU_RANGE[1]):
             errors.append("%s.mtu: %r is outside %d..%d" % (where, mtu, MTU_RANGE[0], MTU_RANGE[1]))
         result["nics"].append({"name": entry.get("name"), "speed_mbps": speed, "mtu": mtu})
-    rdma = value.get("rdma", False)
+    rdma = value.get("rdma")
+    if rdma is None:
+        rdma = False
     if not isinstance(rdma, bool):
         errors.append("%s.rdma: %r must be true or false" % (key, rdma))
     else:
@@ -156,10 +174,10 @@ def validate_waivers(value, key="fabric_waivers"):
         if not isinstance(entry, dict):
             errors.append("%s: expected a mapping, got %r" % (where, entry))
             continue
-        for unknown in sorted(set(entry) - set(WAIVER_KEYS)):
-            errors.append("%s.%s: unknown key (known: %s)" % (where, unknown, ", ".join(WAIVER_KEYS)))
+        for unknown in _unknown_keys(entry, WAIVER_KEYS):
+            errors.append("%s.%s: unknown key (known: %s)" % (where, _key_name(unknown), ", ".join(WAIVER_KEYS)))
         rule = entry.get("rule")
-        if rule not in CATALOG:
+        if not isinstance(rule, str) or rule not in CATALOG:
             errors.append("%s.rule: %r is not a rule id (known: %s)" % (where, rule, ", ".join(sorted(CATALOG))))
         hosts = entry.get("hosts")
         if not isinstance(hosts, str) or not hosts.strip():
@@ -173,6 +191,8 @@ def validate_waivers(value, key="fabric_waivers"):
         expires = _date(entry.get("expires"))
         if expires is None:
             errors.append("%s.expires: %r is not a date (YYYY-MM-DD)" % (where, entry.get("expires")))
+            if "expires" not in entry:
+                errors[-1] += "; every waiver needs one"
         result.append({"rule": rule, "hosts": hosts, "subject": subject, "reason": reason,
                        "expires": expires.isoformat() if expires else None})
     return result, errors
@@ -183,6 +203,8 @@ def apply_waivers(findings, waivers_by_host, today):
     today_text = today.isoformat()
     for finding in findings:
         finding["waived"] = False
+        if finding.get("internal_error"):
+            continue  # a rule that could not run is not an accepted finding
         for waiver in waivers_by_host.get(finding["host"], ()):
             if waiver["rule"] != finding["id"]:
                 continue
@@ -198,3 +220,67 @@ def apply_waivers(findings, waivers_by_host, today):
             finding["waiver"] = dict(waiver)
             break
     return findings
+
+
+def validate_waiver_horizon(value, key=WAIVER_HORIZON_VARIABLE):
+    """Return (days, errors): how far ahead a waiver may expire before it is a warning. None: the default."""
+    if value is None:
+        return DEFAULT_WAIVER_HORIZON_DAYS, []
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())  # a command-line -e value arrives as text
+    if not _is_int(value) or value < 1:
+        return DEFAULT_WAIVER_HORIZON_DAYS, ["%s: %r is not a positive number of days" % (key, value)]
+    return value, []
+
+
+def waiver_warnings(waivers_by_host, today, horizon_days=DEFAULT_WAIVER_HORIZON_DAYS, key="fabric_waivers"):
+    """Warnings about valid waivers that do nothing or are meant to last too long; [] when all is well.
+
+    ``waivers_by_host``: {host: the normalized list validate_waivers gave for that host's fabric_waivers};
+    ``horizon_days``: an int for all hosts, or {host: int} (fabric_audit_waiver_horizon_days per host).
+
+    A waiver only ever applies to the findings of the hosts that carry it (their fabric_waivers), so one whose host
+    pattern matches none of those hosts hides nothing, silently. A waiver whose expiry lies further ahead than the
+    horizon is a permanent exception in disguise. A waiver set on many hosts (a group variable) is warned about once,
+    naming the first few hosts.
+    """
+    carriers, order = {}, []
+    for host in sorted(waivers_by_host):
+        for index, waiver in enumerate(waivers_by_host[host] or ()):
+            ident = (index, waiver.get("rule"), waiver.get("hosts"), waiver.get("subject"), waiver.get("expires"),
+                     waiver.get("reason"))
+            if ident not in carriers:
+                carriers[ident] = []
+                order.append((ident, waiver))
+            carriers[ident].append(host)
+    warnings = []
+    for ident, waiver in order:
+        hosts = carriers[ident]
+        where = "%s[%d] (rule %s, hosts %r)" % (key, ident[0], waiver.get("rule"), waiver.get("hosts"))
+        named = _named(hosts)
+        pattern = waiver.get("hosts")
+        if isinstance(pattern, str) and not any(fnmatch.fnmatchcase(h, pattern) for h in hosts):
+            warnings.append("%s: the host pattern %r matches none of the hosts that carry this waiver (%s), so it "
+                            "waives nothing" % (where, pattern, named))
+        expires = _date(waiver.get("expires"))
+        if expires is None:
+            continue
+        for days in sorted(set(_horizon_of(horizon_days, h) for h in hosts)):
+            if (expires - today).days > days:
+                on = [h for h in hosts if _horizon_of(horizon_days, h) == days]
+                warnings.append("%s: expires %s, %d days from %s, beyond the %d-day horizon (%s); a waiver is a "
+                                "decision to look again: set an earlier date (host %s)"
+                                % (where, expires.isoformat(), (expires - today).days, today.isoformat(), days,
+                                   WAIVER_HORIZON_VARIABLE, _named(on)))
+    return warnings
+
+
+def _horizon_of(horizon_days, host):
+    if isinstance(horizon_days, dict):
+        value = horizon_days.get(host)
+        return value if _is_int(value) and value > 0 else DEFAULT_WAIVER_HORIZON_DAYS
+    return horizon_days
+
+
+def _named(hosts):
+    return ", ".join(hosts[:3]) + (" and %d more" % (len(hosts) - 3) if len(hosts) > 3 else "")

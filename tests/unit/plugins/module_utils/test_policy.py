@@ -97,3 +97,113 @@ def test_run_audit_refuses_bad_policy_before_evaluating():
     report, errors = run_audit({"n1": {"facts": None, "expectations": {"gpu": {"width": 7}}}},
                                datetime.date(2027, 1, 1), "2027-01-01T00:00:00+00:00")
     assert report is None and "fabric_expectations.gpu.width: 7" in errors[0]
+
+
+# ---- gaps: odd types give an error naming the key and value, never a crash ------------------------------------------
+@pytest.mark.parametrize("value,message", [
+    ({"gpu": 0}, "fabric_expectations.gpu: expected a mapping, got 0"),
+    ({"gpu": ""}, "fabric_expectations.gpu: expected a mapping, got ''"),
+    ({"nics": ""}, "fabric_expectations.nics: expected a list, got ''"),
+    ({1: "x", "gpu": {}, "zzz": 1}, "fabric_expectations.1: unknown key"),
+    ({"gpu": {None: 1, "width": 16}}, "fabric_expectations.gpu.None: unknown key"),
+    ({"nics": [{"name": "e*", 7: 1, "mtu": 9000}]}, "fabric_expectations.nics[0].7: unknown key"),
+    ({"nics": [{"name": "e*", "speed_mbps": True}]}, "fabric_expectations.nics[0].speed_mbps: True is not a positive"),
+    ({"gpu": {"generation": "5"}}, "fabric_expectations.gpu.generation: '5' is not a PCIe generation"),
+])
+def test_odd_expectations_are_errors(value, message):
+    _result, errors = validate_expectations(value)
+    assert any(message in e for e in errors), errors
+
+
+def test_null_rdma_means_false():
+    result, errors = validate_expectations({"rdma": None})
+    assert errors == [] and result["rdma"] is False
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"rule": ["PCIE-001"]}, "fabric_waivers[0].rule: ['PCIE-001'] is not a rule id"),
+    ({"rule": {"id": "PCIE-001"}}, "fabric_waivers[0].rule: {'id': 'PCIE-001'} is not a rule id"),
+    ({"hosts": ["l4-*"]}, "fabric_waivers[0].hosts: ['l4-*'] must be a host name or pattern"),
+    ({"expires": 20270630}, "fabric_waivers[0].expires: 20270630 is not a date"),
+    ({"expires": True}, "fabric_waivers[0].expires: True is not a date"),
+    ({3: "x"}, "fabric_waivers[0].3: unknown key"),
+])
+def test_odd_waivers_are_errors(change, message):
+    waiver = dict(GOOD_WAIVER)
+    waiver.update(change)
+    _result, errors = validate_waivers([waiver])
+    assert any(message in e for e in errors), errors
+
+
+def test_missing_expiry_says_it_is_required():
+    waiver = dict(GOOD_WAIVER)
+    del waiver["expires"]
+    _result, errors = validate_waivers([waiver])
+    assert errors == ["fabric_waivers[0].expires: None is not a date (YYYY-MM-DD); every waiver needs one"]
+
+
+# ---- warnings: valid waivers that do nothing, or last too long ------------------------------------------------------
+TODAY = datetime.date(2027, 1, 1)
+
+
+def _by_host(hosts, waivers):
+    normalized, errors = validate_waivers(waivers)
+    assert errors == []
+    return dict((h, normalized) for h in hosts)
+
+
+def test_waiver_matching_none_of_its_hosts_warns_once_naming_it():
+    from ansible_collections.gpuops.fabric.plugins.module_utils._policy import waiver_warnings
+    hosts = ["h100-%02d" % i for i in range(5)]
+    warnings = waiver_warnings(_by_host(hosts, [dict(GOOD_WAIVER, expires="2027-06-30")]), TODAY)
+    assert warnings == ["fabric_waivers[0] (rule PCIE-001, hosts 'l4-*'): the host pattern 'l4-*' matches none of the "
+                        "hosts that carry this waiver (h100-00, h100-01, h100-02 and 2 more), so it waives nothing"]
+    assert waiver_warnings(_by_host(["l4-01", "h100-01"], [GOOD_WAIVER]), TODAY) == []  # matches one: fine
+
+
+def test_waiver_beyond_the_horizon_warns():
+    from ansible_collections.gpuops.fabric.plugins.module_utils._policy import waiver_warnings
+    far = dict(GOOD_WAIVER, expires="2030-01-01")
+    (warning,) = waiver_warnings(_by_host(["l4-01"], [far]), TODAY)
+    assert warning.startswith("fabric_waivers[0] (rule PCIE-001, hosts 'l4-*'): expires 2030-01-01, 1096 days from "
+                              "2027-01-01, beyond the 365-day horizon (fabric_audit_waiver_horizon_days)")
+    assert waiver_warnings(_by_host(["l4-01"], [far]), TODAY, horizon_days=2000) == []
+    assert waiver_warnings(_by_host(["l4-01"], [dict(GOOD_WAIVER, expires="2028-01-01")]), TODAY) == []  # 365 days
+    per_host = waiver_warnings(_by_host(["l4-01", "l4-02"], [far]), TODAY, horizon_days={"l4-01": 2000})
+    assert len(per_host) == 1 and "(host l4-02)" in per_host[0]
+
+
+@pytest.mark.parametrize("value,days,error", [
+    (None, 365, None), (90, 90, None), ("30", 30, None),
+    (0, 365, "fabric_audit_waiver_horizon_days: 0 is not a positive number of days"),
+    ("a year", 365, "fabric_audit_waiver_horizon_days: 'a year' is not a positive number of days"),
+    (True, 365, "fabric_audit_waiver_horizon_days: True is not a positive number of days"),
+])
+def test_waiver_horizon_variable(value, days, error):
+    from ansible_collections.gpuops.fabric.plugins.module_utils._policy import validate_waiver_horizon
+    got, errors = validate_waiver_horizon(value)
+    assert got == days and errors == ([error] if error else [])
+
+
+def test_internal_error_findings_are_never_waived():
+    waivers, _errors = validate_waivers([dict(GOOD_WAIVER, hosts="*", subject="*")])
+    crashed = dict(finding(subject="internal error"), internal_error=True)
+    apply_waivers([crashed], {"l4-01": waivers}, TODAY)
+    assert crashed["waived"] is False
+
+
+def test_run_audit_carries_the_waiver_warnings():
+    """A waiver whose pattern matches no host that carries it, and one beyond the horizon, reach the report."""
+    import datetime
+    waivers = [{"rule": "PCIE-001", "hosts": "l4-*", "reason": "inference cards", "expires": "2027-02-01"},
+               {"rule": "PCIE-003", "hosts": "n*", "reason": "slot swap booked", "expires": "2029-01-01"}]
+    report, errors = run_audit({"n1": {"facts": None, "waivers": waivers, "status": "unreachable", "reason": "x",
+                                       "waiver_horizon_days": 400}},
+                               datetime.date(2027, 1, 1), "now")
+    assert errors == []
+    text = "\n".join(report["policy_warnings"])
+    assert "fabric_waivers[0] (rule PCIE-001, hosts 'l4-*'): the host pattern 'l4-*' matches none" in text
+    assert "fabric_waivers[1] (rule PCIE-003, hosts 'n*'): expires 2029-01-01" in text and "400-day horizon" in text
+    _report, errors = run_audit({"n1": {"facts": None, "waiver_horizon_days": "soon"}}, datetime.date(2027, 1, 1),
+                                "now")
+    assert any("fabric_audit_waiver_horizon_days: 'soon' is not a positive number of days" in e for e in errors)

@@ -58,7 +58,10 @@ def test_healthy_node_passes_everything(healthy):
 def test_broken_twin_shows_each_planted_fault(broken):
     findings, _outcomes = run(broken, DGX_EXPECT)
     assert ids(findings) == ["BOND-002", "BOND-003", "GDR-001", "GDR-002", "NET-004", "NUMA-002", "PCIE-001",
-                             "PCIE-003"]
+                             "PCIE-003", "PCIE-005"]
+    # the planted Gen3 x8 link of the Gen4 x16 dual-port card: one PCIE-005 finding for the card, naming both ports
+    assert [(f["subject"], f["severity"], f["evidence"]["ports"]) for f in of(findings, "PCIE-005")] == [
+        ("0000:c1:00.0", "fail", ["enp193s0f0np0", "enp193s0f1np1"])]
     assert [f["subject"] for f in of(findings, "PCIE-001")] == ["0000:19:00.0"]
     assert [f["subject"] for f in of(findings, "PCIE-003")] == ["0000:c1:00"]
     assert of(findings, "PCIE-003")[0]["evidence"]["needed_gbytes_per_s"] == 25.0
