@@ -47,12 +47,17 @@ class ActionModule(ControllerAction):
         plan_dir = args["plan_dir"] or task_vars.get("fabric_plan_dir") or "fabric-plan"
         compute = ", compute %.3g s per step" % args["compute_seconds"] if args["compute_seconds"] else ""
         intro = "Gradient %.3g bytes per step, up to %d nodes%s." % (args["gradient_bytes"], args["nodes"], compute)
-        plans, errors, markdown = {}, [], ["# Bandwidth plan", "", intro, ""]
+        plans, skipped, markdown, charts = {}, {}, ["# Bandwidth plan", "", intro, ""], []
         for host in hosts:
+            # A host the model cannot plan (no facts, no training network, no GPU...) is named, left out and
+            # reported; the others are still planned.
             hv = hostvars[host]
             facts = (hv.get("ansible_facts") or {}).get("gpuops_fabric")
             if not facts:
-                errors.append("%s: no gpuops_fabric facts (did topology_facts run?)" % host)
+                gathered = hv.get("fabric_plan_gather") or {}
+                why = gathered.get("msg") if gathered.get("failed") or gathered.get("unreachable") else None
+                skipped[host] = ("its facts could not be gathered: %s" % " ".join(str(why).split())[:200] if why else
+                                 "no gpuops_fabric facts (did topology_facts run?)")
                 continue
             mode = args["mode"] or hv.get("fabric_nccl_mode") or "tcp"
             interface, problems = training_interface(hv) if mode == "tcp" else (None, [])
@@ -65,23 +70,29 @@ class ActionModule(ControllerAction):
                                args["compute_seconds"]) if plan["node"]["gbytes_per_s"] else []
                 speeds = by_link_speed(plan, mode, mtu, args["gradient_bytes"], args["nodes"], args["compute_seconds"])
             except ModelError as exc:
-                errors.append("%s: %s" % (host, exc))
+                skipped[host] = "%s (mode %s)" % (exc, mode)
                 continue
             entry = {"mode": mode, "interface": interface, "mtu": mtu, "plan": plan, "scaling": rows,
                      "by_link_speed": [dict((k, v) for k, v in s.items() if k != "rows") for s in speeds]}
             markdown.append(table(host, plan, rows, args["compute_seconds"]))
             markdown.append(self._verdict(speeds, args))
-            if args["chart"] and not self._task.check_mode:
-                os.makedirs(plan_dir, exist_ok=True)
-                actual = {"rows": rows, "gbytes_per_s": plan["node"]["gbytes_per_s"]} if rows else None
+            charts.append((host, speeds, {"rows": rows, "gbytes_per_s": plan["node"]["gbytes_per_s"]} if rows else None))
+            plans[host] = entry
+        reasons = ["%s: %s" % (host, skipped[host]) for host in sorted(skipped)]
+        if not plans:
+            raise AnsibleActionFail("bandwidth_plan: no host could be planned:\n" + "\n".join(reasons))
+        if skipped:
+            markdown += ["## Not planned", ""] + ["- %s" % r for r in reasons] + [""]
+        for reason in reasons:
+            self._display.warning("bandwidth_plan: %s was not planned: %s" % tuple(reason.split(": ", 1)))
+        if args["chart"] and not self._task.check_mode:
+            os.makedirs(plan_dir, exist_ok=True)
+            for host, speeds, actual in charts:
                 try:
-                    entry["chart"] = chart(os.path.join(plan_dir, "%s.png" % host), host, speeds, actual,
-                                           args["compute_seconds"])
+                    plans[host]["chart"] = chart(os.path.join(plan_dir, "%s.png" % host), host, speeds, actual,
+                                                 args["compute_seconds"])
                 except ModelError as exc:
                     raise AnsibleActionFail(str(exc))
-            plans[host] = entry
-        if errors:
-            raise AnsibleActionFail("bandwidth_plan:\n" + "\n".join(errors))
         text = "\n".join(markdown)
         files = []
         if not self._task.check_mode:
@@ -89,8 +100,9 @@ class ActionModule(ControllerAction):
             write_atomic(os.path.join(plan_dir, "plan.json"), json.dumps(plans, indent=1, sort_keys=True) + "\n",
                          "0644")
             files = sorted(os.path.join(plan_dir, f) for f in os.listdir(plan_dir))
-        result.update(changed=False, plans=plans, markdown=text, files=files,
-                      msg="bandwidth plan of %d host(s) in %s" % (len(plans), plan_dir))
+        result.update(changed=False, plans=plans, markdown=text, files=files, skipped_hosts=skipped,
+                      msg="bandwidth plan of %d host(s) in %s%s" % (
+                          len(plans), plan_dir, "; not planned: %s" % ", ".join(sorted(skipped)) if skipped else ""))
         return result
 
     @staticmethod

@@ -11,9 +11,21 @@ import os
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._audit import exceeds_policy, run_audit, validate_inputs
+from ansible_collections.gpuops.fabric.plugins.module_utils._audit import (
+    exceeds_policy,
+    failure_message,
+    policy_warnings,
+    run_audit,
+    validate_inputs,
+)
 from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import unified
-from ansible_collections.gpuops.fabric.plugins.module_utils._report import FILENAMES, FORMATS, RENDERERS
+from ansible_collections.gpuops.fabric.plugins.module_utils._report import (
+    FILENAMES,
+    FORMATS,
+    RENDERERS,
+    clip,
+    finding_lines,
+)
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
 
@@ -22,6 +34,7 @@ ARGUMENT_SPEC = dict(
     report_dir=dict(type="path"),
     formats=dict(type="list", elements="str", choices=list(FORMATS), default=list(FORMATS)),
     fail_on=dict(type="str", choices=["fail", "warn", "never"]),
+    fail_task=dict(type="bool", default=True),
     validate_only=dict(type="bool", default=False),
     drift=dict(type="bool", default=False),
     today=dict(type="str"),
@@ -45,10 +58,13 @@ class ActionModule(ControllerAction):
         inputs = dict((host, self._host_input(hostvars[host], args["drift"])) for host in hosts)
 
         if args["validate_only"]:
-            _normalized, errors = validate_inputs(inputs)
+            normalized, errors = validate_inputs(inputs)
             if errors:
                 raise AnsibleActionFail("fabric policy is invalid:\n" + "\n".join(errors))
-            result.update(changed=False, msg="policy of %d host(s) is valid" % len(inputs))
+            warnings = policy_warnings(normalized, today)
+            for warning in warnings:
+                self._display.warning(warning)
+            result.update(changed=False, msg="policy of %d host(s) is valid" % len(inputs), warnings_list=warnings)
             return result
 
         now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
@@ -56,6 +72,12 @@ class ActionModule(ControllerAction):
         if errors:
             raise AnsibleActionFail("fabric policy is invalid:\n" + "\n".join(errors))
 
+        for warning in report.get("policy_warnings") or []:
+            self._display.warning(warning)
+        for host in report["hosts"]:
+            if host.get("facts_warnings"):
+                self._display.warning(clip("%s: %d warning(s) reading its facts (all in report.json), first: %s"
+                                           % (host["name"], len(host["facts_warnings"]), host["facts_warnings"][0])))
         report_dir = args["report_dir"] or task_vars.get("fabric_report_dir") or "fabric-report"
         report_dir = os.path.abspath(os.path.expanduser(report_dir))
         files = self._write(report, report_dir, args["formats"])
@@ -66,16 +88,19 @@ class ActionModule(ControllerAction):
             summary=summary,
             report_files=files,
             findings=[f for f in report["findings"] if not f.get("waived")],
-            lines=["[%s] %s %s %s: %s" % (f["severity"], f["host"], f["id"], f["subject"], f["message"])
-                   for f in report["findings"] if not f.get("waived")],
+            lines=finding_lines(report),
             msg="%d host(s) audited, %d unreachable, %d failed: %d fail, %d warn, %d info finding(s), %d waived; "
                 "reports in %s" % (summary["audited"], summary["unreachable"], summary["failed"],
                                    summary["findings"]["fail"], summary["findings"]["warn"],
                                    summary["findings"]["info"], summary["waived"], report_dir),
+            audit_failed=exceeds_policy(report, fail_on),
+            fail_msg=None,
         )
-        if exceeds_policy(report, fail_on):
-            result["failed"] = True
-            result["msg"] = "audit failed (fail_on=%s): %s" % (fail_on, result["msg"])
+        if result["audit_failed"]:
+            result["fail_msg"] = failure_message(report, fail_on, report_dir, files)
+            if args["fail_task"]:
+                result["failed"] = True
+                result["msg"] = "audit failed (fail_on=%s): %s" % (fail_on, result["msg"])
         return result
 
     @staticmethod
@@ -101,6 +126,7 @@ class ActionModule(ControllerAction):
             "nccl_drift": ActionModule._nccl_drift(hostvars.get("nccl_conf")) if drift else None,
             "probes": hostvars.get("fabric_probe_results"),
             "cabling": hostvars.get("fabric_cabling"),
+            "waiver_horizon_days": hostvars.get("fabric_audit_waiver_horizon_days"),
             "status": status,
             "reason": reason,
         }

@@ -9,12 +9,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible_collections.gpuops.fabric.plugins.module_utils._policy import (
     apply_waivers,
     read_cabling,
     read_networks,
     validate_expectations,
+    validate_waiver_horizon,
     validate_waivers,
+    waiver_warnings,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._report import build_report
 from ansible_collections.gpuops.fabric.plugins.module_utils._rules import evaluate_host, evaluate_inventory
@@ -35,6 +39,8 @@ def validate_inputs(inputs):
         networks, network_errors = read_networks(inputs[host].get("networks"))
         cabling, cabling_errors = read_cabling(inputs[host].get("cabling"))
         network_errors += cabling_errors
+        horizon, horizon_errors = validate_waiver_horizon(inputs[host].get("waiver_horizon_days"))
+        waiver_errors += horizon_errors
         attachments = inputs[host].get("attachments")
         if attachments is not None and not isinstance(attachments, dict):
             network_errors.append("fabric_attachments: expected a mapping of network to device, got %r" % attachments)
@@ -42,7 +48,7 @@ def validate_inputs(inputs):
         expect = dict(expect, networks=networks, attachments=attachments or {}, drift=inputs[host].get("drift"),
                       nccl_drift=inputs[host].get("nccl_drift"), nccl_mode=inputs[host].get("nccl_mode"),
                       probes=inputs[host].get("probes"), cabling=cabling)
-        normalized[host] = (expect, waivers)
+        normalized[host] = (expect, waivers, horizon)
         for error in errors + waiver_errors + network_errors:
             seen.setdefault(error, []).append(host)
     messages = []
@@ -52,8 +58,15 @@ def validate_inputs(inputs):
     return normalized, messages
 
 
+def policy_warnings(normalized, today):
+    """Legal policy that is likely a mistake: waivers that waive nothing, or that expire beyond the horizon."""
+    return waiver_warnings(dict((h, normalized[h][1]) for h in normalized), today,
+                           dict((h, normalized[h][2]) for h in normalized))
+
+
 def run_audit(inputs, today, generated_at, version=None):
-    """``inputs``: {host: {"facts", "expectations", "waivers", "status", "reason"}}. Returns (report, errors)."""
+    """``inputs``: {host: {"facts", "expectations", "waivers", "status", "reason"}}. Returns (report, errors); the
+    report's ``policy_warnings`` lists what policy_warnings found."""
     normalized, errors = validate_inputs(inputs)
     if errors:
         return None, errors
@@ -64,7 +77,9 @@ def run_audit(inputs, today, generated_at, version=None):
         facts = item.get("facts")
         if status == "audited" and not facts:
             status, item = "failed", dict(item, reason=item.get("reason") or "no gpuops_fabric facts")
-        hosts[host] = {"status": status, "reason": item.get("reason")}
+        hosts[host] = {"status": status, "reason": item.get("reason"),
+                       "facts_warnings": [str(w) for w in (facts or {}).get("warnings") or []]
+                       if isinstance(facts, dict) else []}
         if status != "audited":
             continue
         expect = normalized[host][0]
@@ -76,9 +91,11 @@ def run_audit(inputs, today, generated_at, version=None):
         inventory_findings, outcomes["inventory"] = evaluate_inventory(audited)
         findings.extend(inventory_findings)
     apply_waivers(findings, dict((h, normalized[h][1]) for h in normalized), today)
-    return build_report(hosts, findings, outcomes, generated_at, version,
-                        measurements(dict((h, normalized[h][0]) for h in audited)),
-                        cabling(dict((h, audited[h][0]) for h in audited))), []
+    report = build_report(hosts, findings, outcomes, generated_at, version,
+                          measurements(dict((h, normalized[h][0]) for h in audited)),
+                          cabling(dict((h, audited[h][0]) for h in audited)))
+    report["policy_warnings"] = policy_warnings(normalized, today)
+    return report, []
 
 
 def cabling(facts_by_host):
@@ -126,3 +143,20 @@ def exceeds_policy(report, fail_on):
     if fail_on == "warn":
         return counts["fail"] + counts["warn"] > 0
     return counts["fail"] > 0
+
+
+def failure_message(report, fail_on, report_dir, files=()):
+    """The one line a failing audit ends with: the policy, what remains (its rule ids, the first three) and where the
+    reports are; the findings themselves are in the lines printed before it and in the reports."""
+    counts = report["summary"]["findings"]
+    judged = ("fail", "warn") if fail_on == "warn" else ("fail",)
+    remaining = [f for f in report["findings"] if f["severity"] in judged and not f.get("waived")]
+    rules = sorted(set(f["id"] for f in remaining))
+    shown = ", ".join(rules[:3]) + (" +%d more" % (len(rules) - 3) if len(rules) > 3 else "")
+    names = [os.path.basename(f) for f in files] or ["report.json", "report.md", "junit.xml", "report.html"]
+    preferred = ("report.html", "report.md", "report.json", "junit.xml")
+    names.sort(key=lambda n: preferred.index(n) if n in preferred else len(preferred))
+    hosts = len(set(f["host"] for f in remaining if f["host"]))
+    return "audit failed (fail_on=%s): %d fail, %d warn finding(s) on %d host(s)%s; reports: %s%s" % (
+        fail_on, counts["fail"], counts["warn"], hosts, " (%s)" % shown if shown else "",
+        os.path.join(report_dir, names[0]), "".join(", " + n for n in names[1:]))

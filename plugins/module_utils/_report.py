@@ -18,6 +18,55 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._rules import CATALO
 REPORT_SCHEMA_VERSION = 1
 FORMATS = ("json", "md", "junit", "html")
 FILENAMES = {"json": "report.json", "md": "report.md", "junit": "junit.xml", "html": "report.html"}
+LINE_WIDTH = 280  # the longest console line of a finding (printed, with its indent, under 300); reports: full text
+ELLIPSIS = "\u2026"
+
+
+def clip(text, width=LINE_WIDTH):
+    """``text`` on one line (runs of whitespace, newlines included, become one space), cut to ``width`` characters
+    with an ellipsis when longer."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:max(width - 1, 0)].rstrip() + ELLIPSIS
+
+
+def finding_line(finding, width=LINE_WIDTH):
+    """One console line for a finding: ``[severity] host RULE subject: message``, at most ``width`` characters."""
+    return clip("[%s] %s %s %s: %s" % (finding["severity"], finding["host"] or "inventory", finding["id"],
+                                       finding["subject"], finding["message"]), width)
+
+
+def finding_lines(report, width=LINE_WIDTH):
+    """One line per finding not waived, in the report's order (most severe first, then host, rule, subject)."""
+    return [finding_line(f, width) for f in report["findings"] if not f.get("waived")]
+
+
+def group_findings(findings):
+    """Findings not waived, grouped by (severity, host, rule) in the report's order: [{"severity", "host", "id",
+    "title", "remediation", "findings": [...]}]; a rule that fires on many subjects of one host is one group."""
+    groups, index = [], {}
+    for f in findings:
+        if f.get("waived"):
+            continue
+        key = (f["severity"], f["host"], f["id"])
+        if key not in index:
+            index[key] = dict(severity=f["severity"], host=f["host"], id=f["id"], title=f.get("title"),
+                              remediation=f.get("remediation"), findings=[])
+            groups.append(index[key])
+        index[key]["findings"].append(f)
+    return groups
+
+
+def worst_severity(host):
+    """A host row's worst active severity: fail, warn, info, ``ok`` (audited, nothing found) or ``unknown``
+    (unreachable or failed: not audited)."""
+    if host["status"] != "audited":
+        return "unknown"
+    return next((sev for sev in ("fail", "warn", "info") if host["counts"][sev]), "ok")
+
+
+def hosts_by_failures(report):
+    """The report's host rows, most fail findings first, then by name."""
+    return sorted(report["hosts"], key=lambda h: (-h["counts"]["fail"], h["name"]))
 
 
 def build_report(hosts, findings, outcomes, generated_at, collection_version=None, measurements=None, cabling=None):
@@ -38,6 +87,8 @@ def build_report(hosts, findings, outcomes, generated_at, collection_version=Non
             "name": name,
             "status": hosts[name]["status"],
             "reason": hosts[name].get("reason"),
+            # what the readers could not read or did not believe (a FIFO, an absurd number): bounded by the readers
+            "facts_warnings": list(hosts[name].get("facts_warnings") or []),
             "counts": {"fail": mine["fail"], "warn": mine["warn"], "info": mine["info"]},
             "waived": mine["waived"],
         })
@@ -84,7 +135,7 @@ def render_markdown(report):
         "| host | status | fail | warn | info | waived |",
         "|---|---|---|---|---|---|",
     ]
-    for host in report["hosts"]:
+    for host in hosts_by_failures(report):
         lines.append("| %s | %s | %d | %d | %d | %d |" % (
             _md(host["name"]), host["status"] + (" (%s)" % _md(host["reason"]) if host["reason"] else ""),
             host["counts"]["fail"], host["counts"]["warn"], host["counts"]["info"], host["waived"]))
@@ -94,10 +145,19 @@ def render_markdown(report):
         lines.append("No findings.")
     else:
         lines += ["| severity | host | rule | subject | message | remediation |", "|---|---|---|---|---|---|"]
-        for f in active:
-            lines.append("| %s | %s | %s %s | %s | %s | %s |" % (
-                f["severity"], _md(f["host"]), f["id"], _md(f["title"]), _md(f["subject"]), _md(f["message"]),
-                _md(f["remediation"])))
+        for group in group_findings(active):
+            # findings of one rule on one host that say the same thing share a row, their subjects listed
+            rows = []
+            for f in group["findings"]:
+                if rows and rows[-1][0]["message"] == f["message"] and rows[-1][0]["remediation"] == f["remediation"]:
+                    rows[-1].append(f)
+                else:
+                    rows.append([f])
+            for same in rows:
+                f = same[0]
+                lines.append("| %s | %s | %s %s | %s | %s | %s |" % (
+                    f["severity"], _md(f["host"]), f["id"], _md(f["title"]),
+                    ", ".join(_md(x["subject"]) for x in same), _md(f["message"]), _md(f["remediation"])))
     waived = [f for f in report["findings"] if f.get("waived")]
     if waived:
         lines += ["", "## Waived", "", "| host | rule | subject | reason | expires |", "|---|---|---|---|---|"]
@@ -206,21 +266,32 @@ text-align:left;vertical-align:top}th{background:#f3f3f3}
 .fail{color:#b00020;font-weight:bold}.warn{color:#a05a00;font-weight:bold}.info{color:#205080}
 .unreachable,.failed{color:#b00020}.filters{margin:.6rem 0;display:flex;gap:.6rem}
 #findings td:nth-child(3){white-space:nowrap}
+#hosts tr.worst-fail td{background:#fde4e7}#hosts tr.worst-warn td{background:#fff1dc}
+#hosts tr.worst-info td{background:#e7eff9}#hosts tr.worst-ok td{background:#e6f4e6}
+#hosts tr.worst-unknown td{background:#ececec}
+details summary{cursor:pointer}details ul{margin:.3rem 0;padding-left:1.2rem}.more{color:#666}
 """
 
 _JS = """
 function applyFilters(){
   var sev=document.getElementById('f-severity').value, host=document.getElementById('f-host').value.toLowerCase(),
-      text=document.getElementById('f-text').value.toLowerCase(), shown=0;
+      text=document.getElementById('f-text').value.toLowerCase(), shown=0, rows=0;
   document.querySelectorAll('#findings tbody tr').forEach(function(row){
     var ok=(!sev||row.dataset.severity===sev)&&(!host||row.dataset.host.toLowerCase().indexOf(host)>=0)&&
            (!text||row.textContent.toLowerCase().indexOf(text)>=0);
-    row.style.display=ok?'':'none'; if(ok){shown++;}
+    row.style.display=ok?'':'none'; if(ok){shown+=parseInt(row.dataset.count,10);rows++;}
   });
   document.getElementById('shown').textContent=shown;
+  document.getElementById('shown-rows').textContent=rows;
 }
 document.addEventListener('DOMContentLoaded',function(){
   ['f-severity','f-host','f-text'].forEach(function(id){document.getElementById(id).addEventListener('input',applyFilters);});
+  // a grouped row's subjects and messages open and close together
+  document.querySelectorAll('#findings details').forEach(function(d){
+    d.addEventListener('toggle',function(){
+      d.closest('tr').querySelectorAll('details').forEach(function(o){if(o.open!==d.open){o.open=d.open;}});
+    });
+  });
   applyFilters();
 });
 """
@@ -239,25 +310,28 @@ def render_html(report):
         out.append('<div class="card %s"><b id="count-%s">%d</b>%s</div>' % (cls, label, value, label))
     out += ["</div>", "<h2>Hosts</h2>", '<table id="hosts"><thead><tr><th>host</th><th>status</th><th>fail</th>'
             "<th>warn</th><th>info</th><th>waived</th></tr></thead><tbody>"]
-    for host in report["hosts"]:
-        out.append('<tr><td>%s</td><td class="%s">%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td></tr>' % (
-            esc(host["name"]), esc(host["status"]), esc(host["status"] + (": " + host["reason"] if host["reason"] else "")),
-            host["counts"]["fail"], host["counts"]["warn"], host["counts"]["info"], host["waived"]))
-    out += ["</tbody></table>", "<h2>Findings (<span id=\"shown\">0</span> shown)</h2>", '<div class="filters">',
+    for host in hosts_by_failures(report):
+        worst = worst_severity(host)
+        out.append('<tr class="worst-%s" data-host="%s" data-worst="%s"><td>%s</td><td class="%s">%s</td><td>%d</td>'
+                   "<td>%d</td><td>%d</td><td>%d</td></tr>" % (
+                       worst, esc(host["name"]), worst, esc(host["name"]), esc(host["status"]),
+                       esc(host["status"] + (": " + host["reason"] if host["reason"] else "")),
+                       host["counts"]["fail"], host["counts"]["warn"], host["counts"]["info"], host["waived"]))
+    out += ["</tbody></table>", '<h2>Findings (<span id="shown">0</span> shown in <span id="shown-rows">0</span> '
+            "rows)</h2>", '<div class="filters">',
             '<label>severity <select id="f-severity"><option value="">all</option><option>fail</option>'
             "<option>warn</option><option>info</option></select></label>",
             '<label>host <input id="f-host" type="search"></label>',
             '<label>text <input id="f-text" type="search"></label></div>',
             '<table id="findings"><thead><tr><th>severity</th><th>host</th><th>rule</th><th>subject</th>'
             "<th>message</th><th>remediation</th></tr></thead><tbody>"]
-    for f in report["findings"]:
-        if f.get("waived"):
-            continue
-        out.append('<tr data-severity="%s" data-host="%s" data-rule="%s"><td class="%s">%s</td><td>%s</td>'
-                   '<td title="%s">%s</td><td>%s</td><td>%s</td><td>%s</td></tr>' % (
-                       esc(f["severity"]), esc(f["host"] or ""), esc(f["id"]), esc(f["severity"]), esc(f["severity"]),
-                       esc(f["host"] or ""), esc(f["title"]), esc(f["id"]), esc(str(f["subject"])), esc(f["message"]),
-                       esc(f["remediation"])))
+    for group in group_findings(report["findings"]):
+        out.append('<tr data-severity="%s" data-host="%s" data-rule="%s" data-count="%d"><td class="%s">%s</td>'
+                   '<td>%s</td><td title="%s">%s</td>%s<td>%s</td></tr>' % (
+                       esc(group["severity"]), esc(group["host"] or ""), esc(group["id"]), len(group["findings"]),
+                       esc(group["severity"]), esc(group["severity"]), esc(group["host"] or ""),
+                       esc(group["title"] or ""), esc(group["id"]), _html_group_cells(group),
+                       esc(group["remediation"] or "")))
     out.append("</tbody></table>")
     waived = [f for f in report["findings"] if f.get("waived")]
     if waived:
@@ -283,6 +357,23 @@ def render_html(report):
             esc(rule["remediation"])))
     out += ["</tbody></table>", "</body></html>"]
     return "\n".join(out) + "\n"
+
+
+def _html_group_cells(group):
+    """The subject and message cells of a findings row: one finding as it is; several (one rule on one host) as
+    the count of subjects and the first message, each expanding (<details>) to every subject and message."""
+    esc = escape
+    found = group["findings"]
+    if len(found) == 1:
+        return "<td>%s</td><td>%s</td>" % (esc(str(found[0]["subject"])), esc(found[0]["message"]))
+    subjects = '<td><details class="subjects"><summary>%d subjects</summary><ul>%s</ul></details></td>' % (
+        len(found), "".join("<li>%s</li>" % esc(str(f["subject"])) for f in found))
+    messages = sorted(set(f["message"] for f in found))
+    if len(messages) == 1:
+        return subjects + "<td>%s</td>" % esc(messages[0])
+    rest = "".join("<li>%s: %s</li>" % (esc(str(f["subject"])), esc(f["message"])) for f in found[1:])
+    return subjects + ('<td><details class="messages"><summary>%s <span class="more">(+%d more)</span></summary>'
+                       "<ul>%s</ul></details></td>" % (esc(found[0]["message"]), len(found) - 1, rest))
 
 
 def _cabling_cells(row, missing):

@@ -24,6 +24,9 @@ description:
   - The same for the node with its NICs at 10, 25, 100, 200 and 400 GbE, and where the network becomes the ceiling
     (communication takes as long as compute).
   - Writes C(plan.md), C(plan.json) and one PNG chart per host (matplotlib) to O(plan_dir) on the controller.
+  - A host the model cannot plan (no facts, no training network in C(tcp) mode, no GPU, no RDMA NIC near a GPU in
+    C(rdma) mode) is left out with a warning that names it and why, and listed under C(Not planned) in C(plan.md);
+    the other hosts are planned. The task fails only when no host can be planned.
   - This is an action plugin; the module file only carries its documentation.
 author:
   - gpuops.fabric maintainers (@gpuops)
@@ -96,4 +99,9 @@ files:
   returned: success
   type: list
   elements: str
+skipped_hosts:
+  description: The hosts left out of the plan, each with why.
+  returned: success
+  type: dict
+  sample: {node-c: "no training network attached in fabric_attachments; set fabric_nccl_interface (mode tcp)"}
 """

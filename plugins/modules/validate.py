@@ -61,6 +61,13 @@ options:
       - Defaults to the C(fabric_audit_fail_on) variable, else C(fail).
     type: str
     choices: [fail, warn, never]
+  fail_task:
+    description:
+      - With V(false) the task does not fail when O(fail_on) is met; it returns RV(audit_failed) and RV(fail_msg),
+        so that a play can print RV(lines) first and then fail in a task of its own. The C(gpuops.fabric.audit) and
+        C(gpuops.fabric.drift) playbooks do this.
+    type: bool
+    default: true
   drift:
     description:
       - Read what the network and nccl roles would change (their check-mode results, C(network_result) and
@@ -98,6 +105,23 @@ EXAMPLES = r"""
     report_dir: /srv/audit/{{ ansible_date_time.date | default('latest') }}
     fail_on: fail
   run_once: true
+
+- name: Evaluate, print every finding, then fail (what gpuops.fabric.audit does)
+  gpuops.fabric.validate:
+    hosts: "{{ query('inventory_hostnames', 'gpu_nodes') }}"
+    fail_task: false
+  register: audit
+  run_once: true
+  delegate_to: localhost
+- name: Show the findings
+  ansible.builtin.debug:
+    msg: "{{ [audit.msg] + audit.lines }}"
+  run_once: true
+- name: Fail when findings remain
+  ansible.builtin.fail:
+    msg: "{{ audit.fail_msg }}"
+  when: audit.audit_failed
+  run_once: true
 """
 
 RETURN = r"""
@@ -113,7 +137,8 @@ findings:
   type: list
   elements: dict
 lines:
-  description: One line per finding not waived, most severe first, for a console summary.
+  description: One line per finding not waived, most severe first, for a console summary. Each is on one line and
+    at most 280 characters (longer ones end in an ellipsis; the reports have the full text).
   returned: when evaluated
   type: list
   elements: str
@@ -124,4 +149,14 @@ report_files:
   type: list
   elements: str
   sample: [/work/fabric-report/report.json, /work/fabric-report/report.md]
+audit_failed:
+  description: Whether findings at or above O(fail_on) remain (the task fails on it unless O(fail_task=false)).
+  returned: when evaluated
+  type: bool
+fail_msg:
+  description: When RV(audit_failed), one line saying what remains and where the reports are; else null.
+  returned: when evaluated
+  type: str
+  sample: "audit failed (fail_on=fail): 7 fail, 1 warn finding(s) on 1 host(s) (GDR-002, PCIE-001); reports:
+    /work/fabric-report/report.html, report.md, report.json, junit.xml"
 """

@@ -75,6 +75,40 @@ def write_inventory(tmp_path, hosts, group_vars=None):
     return str(path)
 
 
+def printed_findings(stdout):
+    """The lines the "Show the findings" task printed: the JSON list of the default result format, or the block of
+    lines of the YAML one."""
+    shown = stdout.split("TASK [Show the findings]", 1)[1].split("\nTASK [", 1)[0]
+    body = shown.split("ok: [localhost] => ", 1)[1]
+    if body.lstrip().startswith("{"):
+        return json.loads(body[:body.index("\n}\n") + 3])["msg"]
+    block = body.split("msg: |-\n", 1)[1]
+    return [line[8:] for line in block.split("\n\n", 1)[0].splitlines()]
+
+
+def check_failing_output(result, report_dir):
+    """Every fail finding printed on its own line before the run fails, no line over 300 characters, and the last
+    word one line that says where the reports are."""
+    from ansible_collections.gpuops.fabric.plugins.module_utils._report import finding_line
+    report = load(report_dir)
+    fails = [f for f in report["findings"] if f["severity"] == "fail" and not f["waived"]]
+    assert fails
+    printed = printed_findings(result.stdout)
+    assert printed[0].startswith("1 host(s) audited, 0 unreachable, 0 failed: %d fail" % len(fails)), printed[0]
+    for f in fails:
+        assert finding_line(f) in printed, finding_line(f)
+    assert len(printed) == 1 + len([f for f in report["findings"] if not f["waived"]])
+    too_long = [line for line in (result.stdout + result.stderr).splitlines() if len(line) > 300]
+    assert not too_long, too_long
+    assert len(result.stdout) < 20000  # the whole result is no longer dumped as one JSON line
+    last = result.stdout.index("TASK [Fail when findings at or above fabric_audit_fail_on remain]")
+    assert result.stdout.index("TASK [Show the findings]") < last
+    # the message on one line (YAML folds the fatal result at 80 columns, but ansible-core also prints it as an error)
+    failure = [line for line in result.stdout[last:].splitlines() if "audit failed (fail_on=fail)" in line
+               and os.path.join(report_dir, "report.html") + ", report.md, report.json, junit.xml" in line]
+    assert failure, result.stdout[last:]
+
+
 def test_fail_policy_exits_non_zero(ansible_env, roots, tmp_path):
     inventory = write_inventory(tmp_path, {"broken": {"ansible_connection": "local",
                                                       "fabric_facts_root": roots["dgx8-broken"]}})
@@ -82,9 +116,38 @@ def test_fail_policy_exits_non_zero(ansible_env, roots, tmp_path):
     assert result.returncode != 0
     assert "audit failed (fail_on=fail)" in result.stdout
     assert load(str(tmp_path / "r"))["summary"]["findings"]["fail"] > 0
+    check_failing_output(result, str(tmp_path / "r"))
+    # the YAML result format (scripts/demo.sh uses it): the same lines, one per finding, none folded
+    yaml_run = playbook(dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default",
+                             ANSIBLE_CALLBACK_RESULT_FORMAT="yaml"),
+                        inventory, "-e", "fabric_report_dir=" + str(tmp_path / "y"))
+    assert yaml_run.returncode != 0
+    assert "msg: |-" in yaml_run.stdout
+    check_failing_output(yaml_run, str(tmp_path / "y"))
     never = playbook(ansible_env, inventory, "-e", "fabric_report_dir=" + str(tmp_path / "n"),
                      "-e", "fabric_audit_fail_on=never")
     assert never.returncode == 0
+    assert "TASK [Show the findings]" in never.stdout and "audit failed" not in never.stdout
+    assert os.path.exists(str(tmp_path / "n" / "report.html"))
+
+
+def test_warn_policy_fails_on_warn_findings_only(ansible_env, roots, tmp_path):
+    # the Westmere capture with its one fail (PCIE-003) waived: four NUMA-003 warnings remain
+    inventory = write_inventory(
+        tmp_path, {"westmere": {"ansible_connection": "local", "fabric_facts_root": roots["hwloc-westmere-qib-4numa"]}},
+        {"fabric_waivers": [{"rule": "PCIE-003", "hosts": "westmere", "reason": "QLogic card, 4 lanes by design",
+                             "expires": "2099-12-31"}]})
+    fail = playbook(ansible_env, inventory, "-e", "fabric_report_dir=" + str(tmp_path / "f"))
+    counts = load(str(tmp_path / "f"))["summary"]["findings"]
+    assert counts["fail"] == 0 and counts["warn"] > 0, counts
+    assert fail.returncode == 0, fail.stdout[-2000:]
+    warn = playbook(ansible_env, inventory, "-e", "fabric_report_dir=" + str(tmp_path / "w"),
+                    "-e", "fabric_audit_fail_on=warn")
+    assert warn.returncode != 0
+    printed = printed_findings(warn.stdout)
+    assert len([line for line in printed if line.startswith("[warn] westmere NUMA-003 ")]) == counts["warn"]
+    assert "audit failed (fail_on=warn): 0 fail, %d warn finding(s) on 1 host(s) (NUMA-003); reports: %s" % (
+        counts["warn"], os.path.join(str(tmp_path / "w"), "report.html")) in warn.stdout
 
 
 def test_unreachable_host_is_listed_and_the_rest_audited(ansible_env, roots, tmp_path):

@@ -104,7 +104,9 @@ def test_drift_reports_a_hand_edited_conf(ansible_env, roots, tmp_path):
     import json
     inv = inventory(tmp_path, roots, hosts={"node-a": "dgx8"},
                     extra={"fabric_network_root": str(tmp_path / "node-a"), "fabric_network_backend": "netplan",
-                           "fabric_host_index": 5})
+                           "fabric_host_index": 5,
+                           # the drift playbook runs the network role too: the intent owns the bond it attaches to
+                           "fabric_bonds": {"bond0": {"members": ["eno1", "eno2"], "mode": "802.3ad"}}})
     assert play(ansible_env, inv).returncode == 0
     conf = tmp_path / "node-a" / "etc" / "nccl.conf"
     conf.write_text(conf.read_text().replace("NCCL_SOCKET_IFNAME==bond0.100", "NCCL_SOCKET_IFNAME=bond0"))

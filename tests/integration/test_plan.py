@@ -10,7 +10,7 @@ import yaml
 from conftest import REPO
 
 
-def run(env, tmp_path, roots, *extra):
+def run(env, tmp_path, roots, *extra, **more_hosts):
     hosts = {
         "node-tcp": {"fabric_facts_root": roots["dgx8"], "fabric_nccl_mode": "tcp",
                      "fabric_networks": {"training": {"role": "training", "subnet": "198.18.0.0/22", "vlan": 100,
@@ -18,6 +18,7 @@ def run(env, tmp_path, roots, *extra):
                      "fabric_attachments": {"training": "bond0"}},
         "node-rdma": {"fabric_facts_root": roots["dgx8-broken"], "fabric_nccl_mode": "rdma"},
     }
+    hosts.update(more_hosts)
     inventory = tmp_path / "inventory.yml"
     local = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
     inventory.write_text(yaml.safe_dump({"all": {"vars": local, "hosts": hosts}}))
@@ -54,3 +55,38 @@ def test_plan_refuses_bad_input(ansible_env, roots, tmp_path):
     result = run(ansible_env, tmp_path, roots, "-e", "fabric_plan_gradient_bytes=0")
     assert result.returncode != 0
     assert "bandwidth_plan: gradient_bytes: 0.0 must be above 0" in result.stdout
+
+
+def test_a_host_that_cannot_be_planned_is_named_and_the_others_planned(ansible_env, roots, tmp_path):
+    # node-none: tcp without a training network in its intent; node-gone: its capture is missing (no facts)
+    result = run(ansible_env, tmp_path, roots, "-e", "fabric_plan_gradient_bytes=1000000000",
+                 **{"node-none": {"fabric_facts_root": roots["dgx8"], "fabric_nccl_mode": "tcp"},
+                    "node-gone": {"fabric_facts_source": "hwloc_xml",
+                                  "fabric_facts_path": str(tmp_path / "missing.xml")}})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    output = " ".join((result.stdout + result.stderr).split())
+    assert ("bandwidth_plan: node-none was not planned: no training network attached in fabric_attachments; "
+            "set fabric_nccl_interface (mode tcp)") in output
+    assert "bandwidth_plan: node-gone was not planned: its facts could not be gathered: " in output
+    plan_dir = tmp_path / "plan"
+    assert sorted(os.listdir(str(plan_dir))) == ["node-rdma.png", "node-tcp.png", "plan.json", "plan.md"]
+    with open(str(plan_dir / "plan.json")) as handle:
+        assert sorted(json.load(handle)) == ["node-rdma", "node-tcp"]
+    text = (plan_dir / "plan.md").read_text()
+    assert "## Not planned" in text and "- node-none: no training network attached" in text
+    assert "## node-tcp" in text and "## node-rdma" in text
+
+
+def test_plan_fails_when_no_host_can_be_planned(ansible_env, roots, tmp_path):
+    inventory = tmp_path / "inventory.yml"
+    local = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
+    inventory.write_text(yaml.safe_dump({"all": {"vars": local, "hosts": {
+        "node-none": {"fabric_facts_root": roots["dgx8"], "fabric_nccl_mode": "tcp"}}}}))
+    result = subprocess.run(["ansible-playbook", "-i", str(inventory), "gpuops.fabric.plan",
+                             "-e", "fabric_plan_dir=%s" % (tmp_path / "plan"), "-e", "fabric_plan_gradient_bytes=1e9"],
+                            env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
+                            timeout=300, cwd=REPO, check=False)
+    assert result.returncode != 0
+    assert "bandwidth_plan: no host could be planned" in result.stdout
+    assert "node-none: no training network attached in fabric_attachments" in result.stdout
+    assert not (tmp_path / "plan").exists()

@@ -10,12 +10,13 @@ import yaml
 from conftest import REPO, recap, tree_hash
 
 
-def inventory(tmp_path, roots, nccl_env=None):
+def inventory(tmp_path, roots, nccl_env=None, host_vars=None):
     hosts = {}
     for index, name in enumerate(("node-a", "node-b"), 1):
         (tmp_path / name / "etc" / "netplan").mkdir(parents=True, exist_ok=True)
         hosts[name] = {"fabric_facts_root": roots["dgx8"], "fabric_network_root": str(tmp_path / name),
                        "fabric_nccl_root": str(tmp_path / name), "fabric_host_index": index}
+        hosts[name].update((host_vars or {}).get(name, {}))
     group = {
         "ansible_connection": "local",
         "ansible_python_interpreter": "{{ ansible_playbook_python }}",
@@ -61,3 +62,26 @@ def test_bad_nccl_setting_stops_before_any_host_is_touched(ansible_env, roots, t
     assert "fabric_nccl_env.nccl_debug: not an NCCL variable name" in result.stdout
     assert tree_hash(tmp_path / "node-a") == before
     assert not (tmp_path / "report").exists()
+
+
+def test_one_bad_host_stops_the_run_before_any_host_is_touched(ansible_env, roots, tmp_path):
+    """A bad NCCL setting on node-b only: the pre-flight fails node-b, and node-a is not configured either."""
+    inv = inventory(tmp_path, roots, host_vars={"node-b": {"fabric_nccl_env": {"nccl_debug": "WARN"}}})
+    before = dict((name, tree_hash(tmp_path / name)) for name in ("node-a", "node-b"))
+    result = site(ansible_env, inv)
+    assert result.returncode != 0
+    assert "fabric_nccl_env.nccl_debug: not an NCCL variable name" in result.stdout
+    assert dict((name, tree_hash(tmp_path / name)) for name in ("node-a", "node-b")) == before
+    assert "PLAY [Configure the networks]" not in result.stdout
+    assert not (tmp_path / "report").exists()
+
+
+def test_one_unreadable_host_stops_the_run(ansible_env, roots, tmp_path):
+    """node-b's facts cannot be read (its capture is missing): nothing is configured on node-a."""
+    inv = inventory(tmp_path, roots, host_vars={"node-b": {"fabric_facts_source": "hwloc_xml",
+                                                           "fabric_facts_path": str(tmp_path / "missing.xml")}})
+    before = tree_hash(tmp_path / "node-a")
+    result = site(ansible_env, inv)
+    assert result.returncode != 0
+    assert tree_hash(tmp_path / "node-a") == before
+    assert "PLAY [Configure the networks]" not in result.stdout

@@ -1,0 +1,31 @@
+"""gpuops.fabric.drift on a node whose network files were edited by hand: the DRIFT-001 lines are printed, one per
+file, before the run fails with one line that says where the reports are."""
+
+import os
+import subprocess
+
+from test_audit import load, printed_findings
+from test_network_role import REPO, inventory, play
+
+
+def test_drift_lines_are_printed_before_the_run_fails(ansible_env, roots, tmp_path):
+    from ansible_collections.gpuops.fabric.plugins.module_utils._report import finding_line
+    inv = inventory(tmp_path, roots, backend="networkd")
+    assert play(ansible_env, inv).returncode == 0
+    netdir = tmp_path / "node-b" / "etc" / "systemd" / "network"
+    (netdir / "60-gpuops-bond1.network").write_text((netdir / "60-gpuops-bond1.network").read_text()
+                                                    .replace("MTUBytes=9000", "MTUBytes=1500"))
+    report_dir = str(tmp_path / "report")
+    drift = subprocess.run(["ansible-playbook", "-i", inv, "gpuops.fabric.drift", "-e", "fabric_report_dir=" + report_dir],
+                           env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
+                           timeout=300, cwd=REPO, check=False)
+    assert drift.returncode != 0
+    drifted = [f for f in load(report_dir)["findings"] if f["id"] == "DRIFT-001"]
+    assert [(f["host"], f["subject"]) for f in drifted] == [("node-b", "/etc/systemd/network/60-gpuops-bond1.network")]
+    printed = printed_findings(drift.stdout)
+    for f in drifted:
+        assert finding_line(f) in printed
+    assert [line for line in drift.stdout.splitlines() if len(line) > 300] == []
+    tail = drift.stdout[drift.stdout.index("TASK [Fail when a node drifted"):]
+    assert "audit failed (fail_on=fail)" in tail and "(DRIFT-001)" in tail
+    assert os.path.join(report_dir, "report.html") in tail
