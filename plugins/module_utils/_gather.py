@@ -53,8 +53,10 @@ def _sequence(value):
     return value if isinstance(value, list) else []
 
 
-def parse_netplan(text):
-    """One netplan YAML file; shapes netplan would refuse (a list where a mapping goes) are skipped."""
+def parse_netplan(text, path="netplan file", problems=None):
+    """One netplan YAML file; shapes netplan would refuse (a list where a mapping goes) are skipped. A file that is
+    not YAML raises ValueError naming the path and line; one without a ``network:`` mapping is a problem noted in
+    ``problems`` (when given)."""
     try:
         import yaml
     except ImportError:
@@ -62,7 +64,12 @@ def parse_netplan(text):
     try:
         loaded = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ValueError("not valid YAML: %s" % str(exc).replace("\n", " "))
+        mark = getattr(exc, "problem_mark", None)
+        where = " line %d column %d" % (mark.line + 1, mark.column + 1) if mark is not None else ""
+        raise ValueError("%s%s: not valid YAML (%s)" % (path, where, getattr(exc, "problem", None) or
+                                                       str(exc).replace("\n", " ")))
+    if not isinstance(_mapping(loaded).get("network"), dict) and problems is not None:
+        problems.append("%s: no 'network:' mapping; netplan would read nothing from it" % path)
     data = _mapping(_mapping(loaded).get("network"))
     ifaces = []
     for kind, section in (("ethernet", "ethernets"), ("bond", "bonds"), ("vlan", "vlans")):
@@ -93,29 +100,34 @@ def parse_netplan(text):
     return _link_members(ifaces)
 
 
-def _ini(text):
-    """[(section, key, value)] of an INI-like file; keys may repeat (networkd's Address=)."""
+def _ini(text, path=None, problems=None):
+    """[(section, key, value)] of an INI-like file; keys may repeat (networkd's Address=). A line that is neither a
+    comment, a [section] nor key=value, or a key before any section, is noted in ``problems`` with its line."""
     entries, section = [], None
-    for raw in text.splitlines():
+    for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
         if line.startswith("[") and line.endswith("]"):
             section = line[1:-1]
             continue
-        if "=" in line:
+        if "=" in line and section is not None:
             key, value = line.split("=", 1)
             entries.append((section, key.strip(), value.strip()))
+        elif problems is not None:
+            problems.append("%s line %d: %s: %r" % (path, number, "a setting before any [section]" if "=" in line
+                                                    else "neither [section] nor key=value", line[:80]))
     return entries
 
 
-def parse_keyfiles(texts):
+def parse_keyfiles(texts, paths=None, problems=None):
     """NetworkManager keyfiles (one per connection)."""
     ifaces = []
-    for text in texts:
+    for index, text in enumerate(texts):
+        path = paths[index] if paths else "keyfile %d" % index
         values = {}
         addresses, gateways, routes = [], [], []
-        for section, key, value in _ini(text):
+        for section, key, value in _ini(text, path, problems):
             values[(section, key)] = value
             if section in ("ipv4", "ipv6") and re.match(r"^address\d+$", key):
                 parts = value.split(",")
@@ -132,6 +144,9 @@ def parse_keyfiles(texts):
             values.get(("connection", "type")))
         name = values.get(("connection", "interface-name"))
         if kind is None or not name:
+            if problems is not None:
+                problems.append("%s: no [connection] type (ethernet, bond, vlan) and interface-name; not a connection "
+                                "this collection writes" % path)
             continue
         iface = _iface(name, kind)
         iface["mtu"] = _int(values.get(("ethernet", "mtu")))
@@ -166,15 +181,17 @@ def _milliseconds(value):
     return number * 1000 if match.group(2) in ("s", "sec") else number
 
 
-def parse_networkd(files):
+def parse_networkd(files, problems=None):
     """systemd-networkd .netdev and .network files: {file name: content}."""
     ifaces, vlan_parent, bond_of, primaries = {}, {}, {}, set()
     for path in sorted(files):
-        entries = _ini(files[path])
+        entries = _ini(files[path], path, problems)
         values = dict(((s, k), v) for s, k, v in entries)
         if path.endswith(".netdev"):
             name, kind = values.get(("NetDev", "Name")), values.get(("NetDev", "Kind"))
             if not name or kind not in ("bond", "vlan"):
+                if problems is not None:
+                    problems.append("%s: no [NetDev] Name= with Kind=bond or vlan" % path)
                 continue
             iface = ifaces.setdefault(name, _iface(name, kind))
             iface["kind"] = kind
@@ -190,6 +207,8 @@ def parse_networkd(files):
         elif path.endswith(".network"):
             name = values.get(("Match", "Name"))
             if not name:
+                if problems is not None:
+                    problems.append("%s: no [Match] Name=" % path)
                 continue
             iface = ifaces.setdefault(name, _iface(name, "ethernet"))
             iface["mtu"] = _int(values.get(("Link", "MTUBytes"))) or iface["mtu"]
@@ -214,6 +233,8 @@ def parse_networkd(files):
                     elif route is not None and key == "Metric":
                         route["metric"] = _int(value)
     for member, bond in sorted(bond_of.items()):
+        if member not in ifaces:
+            continue
         ifaces[member]["bond"] = bond
         if bond in ifaces:
             ifaces[bond]["members"].append(member)
@@ -240,18 +261,25 @@ def _order(ifaces):
 
 
 def parse(backend, files):
-    """The interfaces configured by the owned files of ``backend``: {path: {"content": ...}}."""
+    """The interfaces configured by the owned files of ``backend``: {path: {"content": ...}}. An owned file that
+    its backend could not read, or that says nothing it should, raises ValueError naming each file and line: a
+    broken file must not read back as an empty intent."""
     texts = dict((path, item["content"]) for path, item in files.items())
+    problems = []
     if backend == "netplan":
         ifaces = []
         for path in sorted(texts):
-            ifaces.extend(parse_netplan(texts[path]))
-        return ifaces
-    if backend == "networkmanager":
-        return parse_keyfiles([texts[p] for p in sorted(texts)])
-    if backend == "networkd":
-        return parse_networkd(texts)
-    raise ValueError("unknown backend %r" % backend)
+            ifaces.extend(parse_netplan(texts[path], path, problems))
+    elif backend == "networkmanager":
+        paths = sorted(texts)
+        ifaces = parse_keyfiles([texts[p] for p in paths], paths, problems)
+    elif backend == "networkd":
+        ifaces = parse_networkd(texts, problems)
+    else:
+        raise ValueError("unknown backend %r" % backend)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return ifaces
 
 
 def to_intent(ifaces, marks):

@@ -95,6 +95,9 @@ def _neighbour(body):
             continue
         vid = _int(vlan.get("vlan-id"))
         vlans.append({"id": vid, "name": vlan.get("value"), "pvid": _bool(vlan.get("pvid", False))})
+    # lldpd lists a port's VLANs in the order the frame carried them, which is not always the same (200, 100 once
+    # in a VM test): facts never depend on it.
+    vlans.sort(key=lambda v: (v["id"] is None, v["id"] or 0, str(v["name"])))
     pvid = _int(_value(body.get("pvid")))
     if pvid is None:
         tagged = [v["id"] for v in vlans if v["pvid"]]
@@ -112,7 +115,7 @@ def _neighbour(body):
         "via": _value(body.get("via")),
         "chassis_name": chassis_name,
         "chassis_id": chassis_id.get("value") if isinstance(chassis_id, dict) else None,
-        "mgmt_ip": [_value(ip) for ip in _items(chassis.get("mgmt-ip"))],
+        "mgmt_ip": sorted(str(_value(ip)) for ip in _items(chassis.get("mgmt-ip")) if _value(ip) is not None),
         "port_id": port_id.get("value") if isinstance(port_id, dict) else None,
         "port_id_type": port_id.get("type") if isinstance(port_id, dict) else None,
         "port_descr": _value(port.get("descr")),
@@ -136,6 +139,13 @@ def parse(text):
     ports = {}
     for name, body in _interfaces(data):
         ports.setdefault(name, []).append(_neighbour(body))
+    return _sorted_neighbours(ports)
+
+
+def _sorted_neighbours(ports):
+    """Several neighbours on one port (a hub, a misconfigured switch) in a fixed order."""
+    for name in ports:
+        ports[name].sort(key=lambda n: (str(n.get("chassis_name")), str(n.get("chassis_id")), str(n.get("port_id"))))
     return ports
 
 
@@ -193,7 +203,7 @@ def parse_keyvalue(text):
             body["vlan"][-1][rest[0] if rest else "value"] = value
         elif top == "pvid" and not rest:
             body["pvid"] = value
-    return dict((port, [_neighbour_kv(b) for b in found]) for port, found in ports.items())
+    return _sorted_neighbours(dict((port, [_neighbour_kv(b) for b in found]) for port, found in ports.items()))
 
 
 def _neighbour_kv(body):

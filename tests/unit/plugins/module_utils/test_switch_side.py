@@ -216,8 +216,9 @@ def test_lldp_rules_on_a_captured_switch_port():
     [port] = _lldp.parse(read("lldp", "ns-switch-port.json0"))["eth1"]
     assert (port["chassis_name"], port["port_id"], port["port_id_type"], port["mfs"], port["pvid"]) == (
         "leaf01", "swp1", "local", 1518, 1)
-    assert port["vlans"] == [{"id": 100, "name": "vlan100", "pvid": False},
-                             {"id": 300, "name": "vlan300", "pvid": False}, {"id": 1, "name": None, "pvid": True}]
+    # sorted by id, whatever order the frame carried them in (1 came last here)
+    assert port["vlans"] == [{"id": 1, "name": None, "pvid": True}, {"id": 100, "name": "vlan100", "pvid": False},
+                             {"id": 300, "name": "vlan300", "pvid": False}]
     node = facts({"ens1f0": [port], "ens1f1": [dict(port, port_id="swp2", port_descr="swp2")]})
     small = found(node, "LLDP-003")[0]
     assert len(small) == 4  # both legs, both networks (training VLAN 100, storage VLAN 200)
@@ -307,3 +308,31 @@ def test_lldp_rules_on_the_vms_capture():
     findings = found(vm1, "LLDP-001", moved)[0]
     assert sorted(f["subject"] for f in findings) == ["enp0s4", "enp0s5"]
     assert "vm2 enp0s4 does not carry VLAN 300 (it advertises 100, 200)" in findings[0]["message"]
+
+
+def test_lldp_facts_do_not_depend_on_the_order_lldpd_prints():
+    """lldpd once listed a port's VLANs as 200, 100 in a clean-clone CI run: the same neighbour with its VLANs,
+    management addresses and neighbours in the other order gives the same facts. Built from the real VM capture."""
+    import copy
+    import json
+    import os
+    from ansible_collections.gpuops.fabric.plugins.module_utils._lldp import parse
+    folder = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "lldp")
+    name = sorted(f for f in os.listdir(folder) if f.startswith("vm-") and f.endswith(".json0"))[0]
+    with open(os.path.join(folder, name)) as handle:
+        data = json.load(handle)
+    turned = copy.deepcopy(data)
+
+    def reverse(node):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(value, list) and key in ("vlan", "mgmt-ip", "interface"):
+                    value.reverse()
+                reverse(value)
+        elif isinstance(node, list):
+            for item in node:
+                reverse(item)
+    reverse(turned)
+    assert parse(json.dumps(turned)) == parse(json.dumps(data))
+    vlans = [v["id"] for port in parse(json.dumps(data)).values() for n in port for v in n["vlans"]]
+    assert vlans, name
