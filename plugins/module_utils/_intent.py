@@ -86,6 +86,9 @@ def check_ifname(name, where, errors):
     return True
 
 
+_BOOLEAN_TEXT = ("true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f")
+
+
 def _did_you_mean(name, known):
     close = difflib.get_close_matches(str(name), sorted(known), n=1, cutoff=0.8)
     return " (did you mean %s?)" % close[0] if close else ""
@@ -102,18 +105,23 @@ def check_variables(hostvars, errors, warnings):
     state = hostvars.get("fabric_network_state", "merged")
     if state not in NETWORK_STATES:
         errors.append("fabric_network_state: %r is not one of %s" % (state, ", ".join(NETWORK_STATES)))
+    seconds = {}
     for key, default in (("fabric_network_rollback_timeout", 180), ("fabric_network_confirm_timeout", 60)):
         value = hostvars.get(key, default)
-        if not _is_int(value) or not 0 <= value <= 86400:
+        # -e key=value gives text; the role's argument spec takes "180" as 180, so does this check
+        number = int(value) if isinstance(value, str) and value.strip().isdigit() and value.isascii() else value
+        if not _is_int(number) or not 0 <= number <= 86400:
             errors.append("%s: %r must be a number of seconds (0..86400)" % (key, value))
-    rollback, confirm = hostvars.get("fabric_network_rollback_timeout", 180), hostvars.get(
-        "fabric_network_confirm_timeout", 60)
-    if _is_int(rollback) and _is_int(confirm) and rollback and confirm >= rollback:
+        else:
+            seconds[key] = number
+    rollback, confirm = seconds.get("fabric_network_rollback_timeout"), seconds.get("fabric_network_confirm_timeout")
+    if rollback and confirm is not None and confirm >= rollback:
         errors.append("fabric_network_confirm_timeout: %d is not below fabric_network_rollback_timeout %d (the node "
                       "would roll back while the controller still waits to confirm)" % (confirm, rollback))
     for key in ("fabric_network_allow_management", "fabric_network_lldpd"):
         value = hostvars.get(key, False)
-        if not isinstance(value, bool):
+        # what the role's argument spec (type bool) takes: booleans, and their spellings as text from -e
+        if not isinstance(value, bool) and not (isinstance(value, str) and value.strip().lower() in _BOOLEAN_TEXT):
             errors.append("%s: %r must be true or false" % (key, value))
     pattern = hostvars.get("fabric_network_lldpd_interfaces", "")
     problem = lldpd_pattern_problem(pattern)
