@@ -66,8 +66,8 @@ def parse_netplan(text, path="netplan file", problems=None):
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = " line %d column %d" % (mark.line + 1, mark.column + 1) if mark is not None else ""
-        raise ValueError("%s%s: not valid YAML (%s)" % (path, where, getattr(exc, "problem", None) or
-                                                       str(exc).replace("\n", " ")))
+        problem = getattr(exc, "problem", None) or str(exc).replace("\n", " ")
+        raise ValueError("%s%s: not valid YAML (%s)" % (path, where, problem))
     if not isinstance(_mapping(loaded).get("network"), dict) and problems is not None:
         problems.append("%s: no 'network:' mapping; netplan would read nothing from it" % path)
     data = _mapping(_mapping(loaded).get("network"))

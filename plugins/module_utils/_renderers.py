@@ -111,8 +111,8 @@ def _nm_ip(section, family, iface):
     # so what NM writes back is byte-for-byte what we wrote and a second run sees no change.
     gateways = [g for g in iface.get("gateways") or [] if (":" in g) == (family == "ipv6")]
     for number, address in enumerate(addresses, 1):
-        lines.append("address%d=%s" % (number, keyfile_value(address + ("," + gateways[0] if gateways and number == 1
-                                                                      else ""))))
+        value = address + ("," + gateways[0] if gateways and number == 1 else "")
+        lines.append("address%d=%s" % (number, keyfile_value(value)))
     lines.append("method=manual")
     routes = [r for r in iface.get("routes") or [] if (":" in r["to"]) == (family == "ipv6")]
     for number, route in enumerate(routes, 1):

@@ -700,7 +700,7 @@ class SysfsReader:
                 rdma.ports.append(self._read_rdma_port(rdma, number, os.path.join(ports_dir, port_name)))
             if not os.path.isdir(target):
                 self.warn("%s: RDMA device details not available (link target not captured)"
-                               % os.path.join(class_ib, name))
+                          % os.path.join(class_ib, name))
             self.topo.rdma[name] = rdma
 
     def _read_rdma_port(self, rdma, number, directory):

@@ -286,8 +286,8 @@ def _run(env, tmp_path, hosts, *extra):
                            "-e", "fabric_allocation_file=" + str(tmp_path / "alloc.yml"),
                            "-e", "fabric_network_render_dir=" + str(tmp_path / "render"), "--forks", "10"] +
                           list(extra), env=dict(env, ANSIBLE_STDOUT_CALLBACK="default",
-                                                    ANSIBLE_CALLBACK_RESULT_FORMAT="json"), capture_output=True, text=True,
-                          timeout=600, cwd=REPO, check=False)
+                                                ANSIBLE_CALLBACK_RESULT_FORMAT="json"),
+                          capture_output=True, text=True, timeout=600, cwd=REPO, check=False)
 
 
 def _inventory_text(hosts):

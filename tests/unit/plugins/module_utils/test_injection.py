@@ -31,7 +31,7 @@ HOSTILE = [
 
 def test_shell_command_round_trip():
     """/bin/sh hands printf exactly the words we quoted, whatever is in them."""
-    words = [w for w in HOSTILE]
+    words = list(HOSTILE)
     script = "printf '%s\\0' " + shell_command(words)
     out = subprocess.run(["/bin/sh", "-c", script], capture_output=True, check=True, timeout=30).stdout
     assert out.decode("utf-8").split("\0")[:-1] == words

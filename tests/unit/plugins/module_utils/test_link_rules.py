@@ -185,8 +185,8 @@ def test_pcie_003_down_port_falls_back_to_rdma_rate_then_nothing():
 def test_pcie_003_ports_at_different_speeds_add_up():
     link = _link(3, 8, 3, 8)  # 7.88 GB/s = 63 Gb/s
     ports = [{"name": n, "kind": "physical", "address": "0000:41:00.%d" % i, "card": "0000:41:00", "speed_mbps": s,
-              "operstate": "up", "carrier": True, "pci_link": link} for i, (n, s) in enumerate((("a", 50000),
-                                                                                                   ("b", 25000)))]
+              "operstate": "up", "carrier": True, "pci_link": link}
+             for i, (n, s) in enumerate((("a", 50000), ("b", 25000)))]
     (finding,) = of(run({"nics": ports})[0], "PCIE-003")
     assert "2 ports (50 + 25 Gb/s) need 9.38 GB/s" in finding["message"]
 

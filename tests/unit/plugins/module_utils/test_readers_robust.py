@@ -45,9 +45,9 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._sysfs import (
 )
 
 JOIN_TIMEOUT = 60
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                          HealthCheck.too_slow,
-                                                                          HealthCheck.data_too_large])
+SETTINGS = settings(max_examples=40, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                           HealthCheck.data_too_large])
 XEONPHI = "hwloc-xeonphi-mlx4-2numa"
 GPU = "0000:15:00.0"
 

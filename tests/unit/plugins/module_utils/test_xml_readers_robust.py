@@ -180,8 +180,8 @@ def test_absurd_numbers_in_hwloc_attributes(tmp_path, speed):
            '<object type="Bridge" bridge_type="0-1"><object type="PCIDev" pci_busid="0000:01:00.0" '
            'pci_type="0200 [8086:1521] [8086:0001] 01" pci_link_speed="%s">'
            '<object type="OSDev" name="eth0" osdev_type="%s"><info name="Port" value="%s"/></object>'
-           '</object></object></object></topology>') % ("9" * 5000, "9" * 5000, "9" * 400, speed, "9" * 400,
-                                                         "9" * 5000)
+           '</object></object></object></topology>') % (
+               "9" * 5000, "9" * 5000, "9" * 400, speed, "9" * 400, "9" * 5000)
     facts = outcome("hwloc_xml", write(tmp_path, doc))
     assert facts["pci"][0]["link"]["current"]["gbytes_per_s"] is None
     assert [n["id"] for n in facts["numa"]["nodes"]] == [1]
