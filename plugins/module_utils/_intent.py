@@ -63,7 +63,9 @@ fabric_probe_port fabric_probe_streams fabric_probe_ping_count fabric_probe_resu
 fabric_plan_dir fabric_plan_gradient_bytes fabric_plan_compute_seconds fabric_plan_socket_gbytes_per_s
 fabric_plan_nodes fabric_plan_mode fabric_plan fabric_demo_xml fabric_demo_roots
 fabric_network_plan fabric_network_intent fabric_drift_result fabric_audit_result fabric_audit_gather
-fabric_site_intent
+fabric_site_intent fabric_plan_gather fabric_audit_lines fabric_audit_yaml fabric_drift_lines fabric_drift_yaml
+fabric_molecule_conf fabric_molecule_dir fabric_molecule_iperf3 fabric_molecule_netplan fabric_molecule_plan
+fabric_molecule_project
 """.split())
 
 
@@ -89,9 +91,12 @@ def check_ifname(name, where, errors):
 _BOOLEAN_TEXT = ("true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f")
 
 
-def _did_you_mean(name, known):
-    close = difflib.get_close_matches(str(name), sorted(known), n=1, cutoff=0.8)
-    return " (did you mean %s?)" % close[0] if close else ""
+def _did_you_mean(name, known, prefix="fabric_"):
+    """A known name close to ``name``, compared without the shared prefix (which would make every pair look alike:
+    a site's own fabric_site_owner is no typo of fabric_site_intent)."""
+    cut = len(prefix)
+    close = difflib.get_close_matches(str(name)[cut:], sorted(k[cut:] for k in known), n=1, cutoff=0.8)
+    return " (did you mean %s%s?)" % (prefix, close[0]) if close else ""
 
 
 def check_variables(hostvars, errors, warnings):

@@ -247,3 +247,30 @@ def test_mtu_within_what_the_nic_supports(facts):
     _plan, errors, _warnings = plan_host("node", GOOD, _with_max_mtu(facts, {"ens1np0": 9000, "ens2np0": 9216,
                                                                              "eno1": 9702}))
     assert errors == []
+
+
+def test_every_fabric_variable_the_collection_names_is_known():
+    """The typo check must know every fabric_ variable the playbooks, roles, docs and scenarios use or register,
+    or a user's correct inventory would be told it has a typo."""
+    import os
+    import re
+    from ansible_collections.gpuops.fabric.plugins.module_utils._intent import KNOWN_VARIABLES
+    repo = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
+    used = set()
+    for top in ("playbooks", "roles", "docs", "demo", "extensions", "plugins", "site.yml", "README.md"):
+        path = os.path.join(repo, top)
+        files = [path] if os.path.isfile(path) else [os.path.join(d, f) for d, _s, fs in os.walk(path) for f in fs]
+        for name in files:
+            if name.endswith((".yml", ".yaml", ".md", ".py")):
+                with open(name) as handle:
+                    used.update(re.findall(r"\bfabric_[a-z0-9_]*[a-z0-9]\b", handle.read()))
+    documented_typos = {"fabric_attachment", "fabric_site_owner"}  # examples of a typo and of a site's own name
+    assert sorted(used - KNOWN_VARIABLES - documented_typos) == []
+
+
+def test_a_typo_is_an_error_an_unknown_name_a_warning():
+    from ansible_collections.gpuops.fabric.plugins.module_utils._intent import check_variables
+    errors, warnings = [], []
+    check_variables({"fabric_attachment": {}, "fabric_site_owner": "ops", "fabric_networks": {}}, errors, warnings)
+    assert errors == ["fabric_attachment: not a variable gpuops.fabric reads (did you mean fabric_attachments?)"]
+    assert warnings == ["fabric_site_owner: not a variable gpuops.fabric reads"]
