@@ -11,6 +11,7 @@ import os
 
 from ansible.errors import AnsibleActionFail
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import hostname_problem, safe_join
 from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import ModelError
 from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import training_interface
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
@@ -86,11 +87,19 @@ class ActionModule(ControllerAction):
         for reason in reasons:
             self._display.warning("bandwidth_plan: %s was not planned: %s" % tuple(reason.split(": ", 1)))
         if args["chart"] and not self._task.check_mode:
+            # One chart per host, named after it: the name must be one file name inside plan_dir, nothing else.
+            targets = {}
+            for host, _speeds, _actual in charts:
+                try:
+                    if hostname_problem(host):
+                        raise ValueError("inventory host name %r %s" % (host, hostname_problem(host)))
+                    targets[host] = safe_join(plan_dir, "%s.png" % host)
+                except ValueError as exc:
+                    raise AnsibleActionFail("bandwidth_plan: %s: %s" % (host, exc))
             os.makedirs(plan_dir, exist_ok=True)
             for host, speeds, actual in charts:
                 try:
-                    plans[host]["chart"] = chart(os.path.join(plan_dir, "%s.png" % host), host, speeds, actual,
-                                                 args["compute_seconds"])
+                    plans[host]["chart"] = chart(targets[host], host, speeds, actual, args["compute_seconds"])
                 except ModelError as exc:
                     raise AnsibleActionFail(str(exc))
         text = "\n".join(markdown)

@@ -55,7 +55,7 @@ fabric_network_confirm_timeout fabric_network_allow_management fabric_network_ll
 fabric_network_render_dir fabric_nccl_mode fabric_nccl_interface fabric_nccl_env fabric_nccl_root
 fabric_nccl_conf_path fabric_nccl_topo_file fabric_nccl_topo_path fabric_nccl_tests_launcher
 fabric_nccl_tests_expected_busbw fabric_nccl_tests_timeout fabric_nccl_tests_binary fabric_nccl_tests_args
-fabric_nccl_logs fabric_expectations fabric_waivers fabric_waiver_horizon_days fabric_audit_fail_on fabric_report_dir
+fabric_nccl_logs fabric_expectations fabric_waivers fabric_audit_fail_on fabric_report_dir
 fabric_audit_baseline fabric_audit_window fabric_prometheus_textfile_dir fabric_audit_waiver_horizon_days
 fabric_cabling fabric_switch fabric_probes_enabled fabric_probes fabric_probe_networks fabric_probe_duration
 fabric_probe_min_fraction fabric_probe_server_lifetime fabric_probe_all_pairs_max fabric_probe_throughput_roles
@@ -88,6 +88,9 @@ def check_ifname(name, where, errors):
     return True
 
 
+# The variables that decide what the network role writes: a near miss of one of these is an error.
+SHAPING_VARIABLES = frozenset(("fabric_networks", "fabric_bonds", "fabric_attachments", "fabric_addresses",
+                               "fabric_host_index", "fabric_network_state", "fabric_network_backend"))
 _BOOLEAN_TEXT = ("true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f")
 
 
@@ -106,7 +109,10 @@ def check_variables(hostvars, errors, warnings):
     for name in sorted(k for k in hostvars if isinstance(k, str) and k.startswith("fabric_")):
         if name not in KNOWN_VARIABLES:
             hint = _did_you_mean(name, KNOWN_VARIABLES)
-            (errors if hint else warnings).append("%s: not a variable gpuops.fabric reads%s" % (name, hint))
+            # An error only where the typo silently changes what is written to the nodes (fabric_attachment: bonds
+            # that carry nothing); elsewhere a site's own fabric_ variable or registered result is only named.
+            shaping = hint and _did_you_mean(name, SHAPING_VARIABLES)
+            (errors if shaping else warnings).append("%s: not a variable gpuops.fabric reads%s" % (name, hint))
     state = hostvars.get("fabric_network_state", "merged")
     if state not in NETWORK_STATES:
         errors.append("fabric_network_state: %r is not one of %s" % (state, ", ".join(NETWORK_STATES)))
@@ -183,9 +189,10 @@ def _reserved(net, gateway):
     return reserved
 
 
-def validate_networks(value, errors, key="fabric_networks", check_overlap=True):
+def validate_networks(value, errors, key="fabric_networks", check_overlap=True, planning=True):
     """{name: network} with netaddr subnets; errors name the key path. The audit reports overlapping subnets
-    as a finding (NET-006) instead, so it can turn ``check_overlap`` off."""
+    as a finding (NET-006) instead, so it can turn ``check_overlap`` off; and it reads networks only to judge
+    them (``planning`` off): a gateway the planner would ignore does not stop a read-only audit."""
     networks = {}
     if value is None:
         return networks
@@ -223,7 +230,7 @@ def validate_networks(value, errors, key="fabric_networks", check_overlap=True):
                     elif gateway in _reserved(subnet, None):
                         errors.append("%s.%s: %s is the network or broadcast address of %s"
                                       % (where, gkey, gateway, subnet))
-            if net.get(gkey) is not None and item["role"] in ("training", "storage"):
+            if planning and net.get(gkey) is not None and item["role"] in ("training", "storage"):
                 errors.append("%s.%s: only a management network's gateway becomes a default route, so this one would "
                               "be ignored; for a routed %s network give routes: [{to: <subnet>, via: %s}]"
                               % (where, gkey, item["role"], net[gkey]))
@@ -561,7 +568,7 @@ def plan_host(host, hostvars, facts, index=None):
         if device not in bonds and present is not None and device not in present:
             errors.append("%s: %r is neither a bond in fabric_bonds nor an interface on this host" % (where, device))
             continue
-        if device not in bonds and present is not None and present[device].get("kind") not in ("physical", None):
+        if device not in bonds and present is not None and present[device].get("kind") in ("bond", "vlan", "loopback"):
             errors.append("%s: %r is an existing %s interface this intent does not own; attach networks to ports or "
                           "to bonds in fabric_bonds (VLANs come from fabric_networks.<name>.vlan)"
                           % (where, device, present[device]["kind"]))

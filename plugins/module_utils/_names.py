@@ -33,8 +33,8 @@ IFNAME_RULE = ("1-15 characters of A-Z a-z 0-9 _ . -, starting with a letter, di
                "not all/default/bonding_masters")
 
 # Network names (keys of fabric_networks) reach comments in every backend's files and the reports.
-_NETWORK = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}\Z")
-NETWORK_RULE = "1-63 characters of A-Z a-z 0-9 _ -, starting with a letter"
+_NETWORK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}\Z")
+NETWORK_RULE = "1-63 characters of A-Z a-z 0-9 _ -, starting with a letter or digit"
 
 # Inventory host names become directory names under the render and plan folders. DNS names, IPv4 and IPv6
 # addresses (":"), and Ansible's own aliases ("node017_a") fit; path separators, ".." and control characters do not.
@@ -87,7 +87,7 @@ def ifname_problem(name):
 
 def network_problem(name):
     if not _text(name):
-        return "is a %s; network names are strings (quote it in YAML, e.g. '%s', or name it e.g. vlan%s)" % (
+        return "is a %s; network names are strings (quote it in YAML, '%s', or name it, e.g. vlan%s)" % (
             type_word(name), name, name)
     if not _NETWORK.match(name):
         return "is not a network name (%s)" % NETWORK_RULE

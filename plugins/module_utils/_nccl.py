@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, line_value
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import UnsafeValue, ifname_problem, line_value
 
 HEADER = "# Managed by gpuops.fabric (role gpuops.fabric.nccl); local changes are overwritten and reported as drift."
 MODES = ("tcp", "rdma")
@@ -208,7 +208,9 @@ def nccl_settings(facts, interface, mode="tcp", overrides=None, host="node", pla
             errors.append("%s: %r must be a string or number" % (where, value))
             continue
         text = str(value).lower() if isinstance(value, bool) else str(value)
-        if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        try:
+            line_value(text, where)
+        except UnsafeValue:
             errors.append("%s: %r must be one line without control characters (nccl.conf has no escapes)"
                           % (where, value))
             continue

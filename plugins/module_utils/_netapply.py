@@ -70,6 +70,8 @@ def present_files(root, backend):
 def plan_changes(root, backend, wanted, replace):
     """Compare wanted files with the node. Returns (changes, diffs); nothing is written."""
     for path in wanted:
+        if not isinstance(path, str) or any(ord(c) < 32 or ord(c) == 127 for c in path):
+            raise ApplyError("%r: a file path with a control character (newline, NUL, ...) is never written" % (path,))
         if not owned(backend, path):
             raise ApplyError("%s: not a file this collection owns for %s (only %s/%s*)" % (
                 path, backend, MANAGED[backend][0], "*|".join(MANAGED[backend][1])))

@@ -116,7 +116,7 @@ def read_networks(value, key="fabric_networks"):
         return {}, ["%s: checking the networks needs the netaddr Python library on the controller "
                     "(pip install netaddr)" % key]
     errors = []
-    networks = validate_networks(value, errors, key, check_overlap=False)  # overlap is finding NET-006
+    networks = validate_networks(value, errors, key, check_overlap=False, planning=False)  # overlap is NET-006
     result = {}
     for name, net in networks.items():
         subnets = [ipaddress.ip_network(str(net[field])) for field in ("subnet", "subnet6") if net[field] is not None]

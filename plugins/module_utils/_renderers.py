@@ -88,8 +88,6 @@ def render_netplan(plan):
                 lines.append("        primary: %s" % _q(iface["primary"]))
         sections[{"ethernet": "ethernets", "bond": "bonds", "vlan": "vlans"}[iface["kind"]]].append("\n".join(lines))
     out = ["# " + HEADER] + _markers(plan, plan["interfaces"]) + ["network:", "  version: 2"]
-    if plan.get("renderer"):
-        out.append("  renderer: %s" % plan["renderer"])
     for key in ("ethernets", "bonds", "vlans"):
         if sections[key]:
             out.append("  %s:" % key)

@@ -495,8 +495,7 @@ def pcie_own_maximum(ctx):
         # The functions of one card share its link: one finding per card and link, naming every port on it.
         card = str(dev["address"]).rsplit(".", 1)[0]
         key = (card, cur_gen, cur_width, max_gen, max_width)
-        if key in seen:
-            seen[key].extend(names.get(dev["address"], []))
+        if key in seen:  # a sibling function of a card already reported (its ports are named there)
             continue
         ports = seen[key] = list(names.get(dev["address"], []))
         siblings = [d for d in ctx.facts["pci"] if d is not dev and str(d.get("address")).rsplit(".", 1)[0] == card

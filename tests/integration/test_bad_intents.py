@@ -375,3 +375,27 @@ def test_host_name_that_would_leave_the_render_folder(ansible_env, roots, tmp_pa
     assert "../../escaped: inventory host name '../../escaped' is not usable as a folder name" in messages
     assert not (tmp_path / "render").exists()
     assert not os.path.exists(str(tmp_path.parent / "escaped"))
+
+
+def test_role_parameter_checked_where_it_is_used(ansible_env, tmp_path):
+    """A play can hand the role its lldpd patterns as a role parameter, which the inventory pre-flight never sees:
+    the role checks the value it would write into lldpd's configuration before its first task."""
+    root = tmp_path / "node"
+    (root / "etc").mkdir(parents=True)
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "name": "Network with lldpd", "hosts": "all", "gather_facts": False,
+        "roles": [{"role": "gpuops.fabric.network", "fabric_network_lldpd": True, "fabric_network_root": str(root),
+                   "fabric_network_lldpd_interfaces": "eno1\nconfigure system hostname x"}]}]))
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"node-a": {
+        "ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}}}))
+    result = subprocess.run(["ansible-playbook", "-i", str(inventory), str(playbook)],
+                            env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
+                            timeout=300, cwd=REPO, check=False)
+    assert result.returncode != 0
+    out = " ".join((result.stdout + result.stderr).split())
+    assert 'fabric_network_lldpd_interfaces: \\"eno1\\\\nconfigure system hostname x\\" is not an lldpd' in out or \
+        "fabric_network_lldpd_interfaces: \"eno1\\nconfigure system hostname x\" is not an lldpd" in out, out[-2000:]
+    assert "TASK [gpuops.fabric.network : Gather topology facts]" not in result.stdout
+    assert sorted(os.listdir(str(root / "etc"))) == []

@@ -274,3 +274,49 @@ def test_a_typo_is_an_error_an_unknown_name_a_warning():
     check_variables({"fabric_attachment": {}, "fabric_site_owner": "ops", "fabric_networks": {}}, errors, warnings)
     assert errors == ["fabric_attachment: not a variable gpuops.fabric reads (did you mean fabric_attachments?)"]
     assert warnings == ["fabric_site_owner: not a variable gpuops.fabric reads"]
+
+
+@pytest.mark.parametrize("kind", ["virtual", "ipoib", "bridge"])
+def test_networks_ride_on_veths_ipoib_and_bridges(facts, kind):
+    """Only what the intent would misrender is refused (an existing bond, VLAN or loopback): a veth (the molecule
+    hosts' eth1), an IPoIB ib0 or a bridge may carry a network."""
+    import copy as _copy
+    mine = _copy.deepcopy(facts)
+    mine["nics"].append({"name": "ib0", "kind": kind})
+    intent = variant("fabric_attachments.storage", "ib0")
+    intent["fabric_networks"]["storage"].pop("vlan")
+    _plan, errors, _warnings = plan_host("node", intent, mine)
+    assert errors == []
+
+
+def test_the_audit_reads_a_gateway_the_planner_refuses():
+    from ansible_collections.gpuops.fabric.plugins.module_utils._policy import read_networks
+    value = {"storage": {"role": "storage", "subnet": "10.1.0.0/24", "gateway": "10.1.0.1"}}
+    _networks, errors = read_networks(value)
+    assert errors == []
+    planner = []
+    validate_networks(value, planner)
+    assert planner and "only a management network's gateway becomes a default route" in planner[0]
+
+
+def test_a_near_miss_of_another_variable_is_a_warning():
+    from ansible_collections.gpuops.fabric.plugins.module_utils._intent import check_variables
+    errors, warnings = [], []
+    check_variables({"fabric_probe_ports": 5201, "fabric_report_directory": "x"}, errors, warnings)
+    assert errors == []
+    assert warnings == ["fabric_probe_ports: not a variable gpuops.fabric reads (did you mean fabric_probe_port?)",
+                        "fabric_report_directory: not a variable gpuops.fabric reads"]
+
+
+def test_network_names_may_start_with_a_digit():
+    errors = []
+    assert "100g" in validate_networks({"100g": {"role": "training", "subnet": "198.18.0.0/22"}}, errors)
+    assert errors == []
+
+
+@pytest.mark.parametrize("path", ["/etc/netplan/60-gpuops-fabric.yaml\0", "/etc/systemd/network/60-gpuops-a\nb.network"])
+def test_owned_paths_with_control_characters_are_never_written(tmp_path, path):
+    from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import ApplyError, plan_changes
+    backend = "netplan" if "netplan" in path else "networkd"
+    with pytest.raises(ApplyError):
+        plan_changes(str(tmp_path), backend, {path: {"content": "x\n", "mode": "0600"}}, replace=False)
