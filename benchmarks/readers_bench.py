@@ -15,10 +15,8 @@ Run: .venv/bin/python benchmarks/readers_bench.py [--runs N]
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "scripts"))
@@ -28,6 +26,8 @@ import conftest  # noqa: E402  (puts ansible_collections.gpuops.fabric on sys.pa
 import fixtures  # noqa: E402
 
 assert conftest.COLLECTIONS_ROOT in sys.path
+
+from gather_bench import median_seconds  # noqa: E402  (one timing helper for every benchmark)
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._cpulist import (  # noqa: E402
     MAX_CPUS,
@@ -39,15 +39,6 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
 CAPTURES = ["hwloc-xeonphi-mlx4-2numa", "hwloc-westmere-qib-4numa", "hwloc-power9-v100-gpunuma",
             "prometheus-procfs-pci-fragments"]
 MASK_BYTES = 660000
-
-
-def median_seconds(func, runs):
-    samples = []
-    for _run in range(runs):
-        start = time.perf_counter()
-        func()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def capture_cpu_files(roots):

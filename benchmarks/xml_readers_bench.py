@@ -11,10 +11,8 @@ Run: .venv/bin/python benchmarks/xml_readers_bench.py [--runs N]
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
@@ -22,6 +20,8 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 import conftest  # noqa: E402  (puts ansible_collections.gpuops.fabric on sys.path)
 
 assert conftest.COLLECTIONS_ROOT in sys.path
+
+from gather_bench import median_seconds  # noqa: E402  (one timing helper for every benchmark)
 
 from ansible_collections.gpuops.fabric.plugins.module_utils import _xmlsources  # noqa: E402
 from ansible_collections.gpuops.fabric.plugins.module_utils._errors import TopologyError  # noqa: E402
@@ -33,15 +33,6 @@ NORMAL = {
                               "96em64t-4n4d3ca2co-pci.xml"),
 }
 ROOT = {"nccl_xml": "system", "hwloc_xml": "topology"}
-
-
-def median_seconds(func, runs):
-    samples = []
-    for _run in range(runs):
-        start = time.perf_counter()
-        func()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def attempt(source, path):
