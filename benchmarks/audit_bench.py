@@ -28,9 +28,11 @@ import conftest  # noqa: E402  (puts ansible_collections.gpuops.fabric on sys.pa
 import fixtures  # noqa: E402
 from gather_bench import median_seconds  # noqa: E402
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._audit import run_audit  # noqa: E402
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather  # noqa: E402
-from ansible_collections.gpuops.fabric.plugins.module_utils._report import RENDERERS  # noqa: E402
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit  # noqa: E402
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather  # noqa: E402
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.formats import (  # noqa: E402
+    REPORT_RENDERERS as RENDERERS,
+)
 
 assert conftest.COLLECTIONS_ROOT in sys.path
 EXPECT = {"gpu": {"width": 16, "generation": 5},

@@ -25,7 +25,7 @@ import fixtures  # noqa: E402
 
 assert conftest.COLLECTIONS_ROOT in sys.path
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather  # noqa: E402
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather  # noqa: E402
 
 TREES = ["hwloc-xeonphi-mlx4-2numa", "hwloc-westmere-qib-4numa", "hwloc-power9-v100-gpunuma",
          "prometheus-procfs-pci-fragments", "dgx8", "dgx8-broken"]

@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 
 import conftest  # noqa: E402  (puts ansible_collections.gpuops.fabric on sys.path)
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._probes import coverage, plan  # noqa: E402
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.pairing import coverage, plan  # noqa: E402
 
 assert conftest.COLLECTIONS_ROOT in sys.path
 

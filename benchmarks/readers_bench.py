@@ -29,12 +29,10 @@ assert conftest.COLLECTIONS_ROOT in sys.path
 
 from gather_bench import median_seconds  # noqa: E402  (one timing helper for every benchmark)
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._cpulist import (  # noqa: E402
-    MAX_CPUS,
-    parse_cpulist,
-    parse_cpumask,
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import (
+    MAX_CPUS, parse_cpulist, parse_cpumask,
 )
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather  # noqa: E402
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather  # noqa: E402
 
 CAPTURES = ["hwloc-xeonphi-mlx4-2numa", "hwloc-westmere-qib-4numa", "hwloc-power9-v100-gpunuma",
             "prometheus-procfs-pci-fragments"]

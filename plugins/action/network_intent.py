@@ -10,15 +10,11 @@ import os
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._intent import (
-    IntentError,
-    allocate_indices,
-    check_collisions,
-    plan_host,
-    validate_networks,
-)
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.addresses import allocate_indices
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.plan import check_collisions, plan_host
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import IntentError, validate_networks
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import UnsafeValue, hostname_problem, safe_join
-from ansible_collections.gpuops.fabric.plugins.module_utils._renderers import RENDERERS
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import NETWORK_RENDERERS as RENDERERS
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
 

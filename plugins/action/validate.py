@@ -11,21 +11,14 @@ import os
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._audit import (
-    exceeds_policy,
-    failure_message,
-    policy_warnings,
-    run_audit,
-    validate_inputs,
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import (
+    exceeds_policy, failure_message, policy_warnings, run_audit, validate_inputs,
 )
-from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import unified
-from ansible_collections.gpuops.fabric.plugins.module_utils._report import (
-    FILENAMES,
-    FORMATS,
-    RENDERERS,
-    clip,
-    finding_lines,
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.apply import unified
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.formats import (
+    FILENAMES, FORMATS, REPORT_RENDERERS as RENDERERS,
 )
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import clip, finding_lines
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
 

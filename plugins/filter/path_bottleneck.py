@@ -44,8 +44,10 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import ModelError
-from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import path_bottleneck as _path_bottleneck
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import (
+    path_bottleneck as _path_bottleneck,
+)
 
 
 def path_bottleneck(segments):

@@ -53,7 +53,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._pcie import pcie_bandwidth as _pcie_bandwidth
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import pcie_bandwidth as _pcie_bandwidth
 
 
 def pcie_bandwidth(generation, width, digits=None):

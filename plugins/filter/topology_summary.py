@@ -38,7 +38,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._summary import summarize
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._summary import summarize
 
 
 def topology_summary(facts):

@@ -108,7 +108,7 @@ import subprocess  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._probing import parse_nccl_tests  # noqa: E402
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_tests import parse_nccl_tests  # noqa: E402
 
 
 def find(binary, search_paths):

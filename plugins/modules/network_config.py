@@ -166,21 +166,13 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._gather import gather_intent
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.readback import gather_intent
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, shell_word
-from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import (
-    ROLLBACK_DIR,
-    ROLLBACK_UNIT,
-    ApplyError,
-    apply_changes,
-    apply_commands,
-    connection_interface,
-    restore_script,
-    shell_command,
-    detect_backend,
-    plan_changes,
-    present_files,
-    unified,
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.apply import (
+    ApplyError, apply_changes, apply_commands, detect_backend, plan_changes, present_files, unified,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.rollback import (
+    ROLLBACK_DIR, ROLLBACK_UNIT, connection_interface, restore_script, shell_command,
 )
 
 

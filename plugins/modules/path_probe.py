@@ -140,11 +140,8 @@ from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._probing import (  # noqa: E402
-    judge_ping,
-    parse_ping,
-    payload,
-    ping_argv,
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.ping import (
+    judge_ping, parse_ping, payload, ping_argv,
 )
 
 

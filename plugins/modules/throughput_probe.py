@@ -124,13 +124,8 @@ import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._probing import (  # noqa: E402
-    PID_DIR,
-    listening,
-    ours,
-    parse_iperf3,
-    pidfile,
-    stop,
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.iperf3 import (
+    PID_DIR, listening, ours, parse_iperf3, pidfile, stop,
 )
 
 

@@ -290,13 +290,9 @@ ansible_facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._errors import TopologyError
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import (
-    SOURCES,
-    gather,
-    merge_link_limits,
-    merge_switch_side,
-    resolve_subsets,
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import (
+    SOURCES, gather, merge_link_limits, merge_switch_side, resolve_subsets,
 )
 
 

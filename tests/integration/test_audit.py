@@ -110,7 +110,7 @@ def printed_findings(stdout):
 def check_failing_output(result, report_dir):
     """Every fail finding printed on its own line before the run fails, no line over 300 characters, and the last
     word one line that says where the reports are."""
-    from ansible_collections.gpuops.fabric.plugins.module_utils._report import finding_line
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import finding_line
     report = load(report_dir)
     fails = [f for f in report["findings"] if f["severity"] == "fail" and not f["waived"]]
     assert fails

@@ -9,7 +9,7 @@ from test_network_role import REPO, inventory, play
 
 
 def test_drift_lines_are_printed_before_the_run_fails(ansible_env, roots, tmp_path):
-    from ansible_collections.gpuops.fabric.plugins.module_utils._report import finding_line
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import finding_line
     inv = inventory(tmp_path, roots, backend="networkd")
     assert play(ansible_env, inv).returncode == 0
     netdir = tmp_path / "node-b" / "etc" / "systemd" / "network"

@@ -5,9 +5,10 @@ import os
 import re
 import subprocess
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._audit import run_audit
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
-from ansible_collections.gpuops.fabric.plugins.module_utils._report import group_findings, render_html
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.html_report import render_html
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import group_findings
 from conftest import require_tool
 
 EXPECT = {"gpu": {"width": 16}, "nics": [{"name": "ens*np0", "speed_mbps": 400000, "mtu": 9000}], "rdma": True}

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from conftest import require_tool
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="creating interfaces needs root (CI runs as root)")
@@ -50,7 +50,7 @@ def test_real_bridge_and_veth(interfaces):
 
 def test_real_addresses_and_duplicates(interfaces):
     import datetime
-    from ansible_collections.gpuops.fabric.plugins.module_utils._audit import run_audit
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
     _bridge, veth, _peer = interfaces
     facts = gather(gather_subset=["nic"])
     nic = [n for n in facts["nics"] if n["name"] == veth][0]

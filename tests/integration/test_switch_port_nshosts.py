@@ -43,7 +43,7 @@ def node_view(hosts, socket, fmt="json0"):
 
 def wait_for(hosts, socket, switch):
     """Until the node's lldpd shows the switch port as ``switch`` describes it (each frame is sent every second)."""
-    from ansible_collections.gpuops.fabric.plugins.module_utils._lldp import parse
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import parse
     deadline = time.time() + 30
     while True:
         seen = parse(node_view(hosts, socket)).get("eth1") or []
@@ -75,7 +75,7 @@ def audit(env, hosts, socket, tmp_path):
 
 
 def test_switch_port_tlvs_read_as_a_switch_sends_them(bed):
-    from ansible_collections.gpuops.fabric.plugins.module_utils._lldp import parse, parse_keyvalue
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import parse, parse_keyvalue
     hosts, socket = bed
     [port] = wait_for(hosts, socket, WRONG)
     assert port["chassis_name"] == "leaf01" and port["port_id_type"] == "local" and port["port_descr"] == "swp1"

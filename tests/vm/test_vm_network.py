@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._sysfs import parse_proc_bonding
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.procfs import parse_proc_bonding
 from conftest import REPO
 
 VMCTL = os.path.join(REPO, "tests", "vm", "vmctl.sh")
@@ -231,7 +231,7 @@ def test_lldp_neighbours_on_the_bond_legs(vms, ansible_env, tmp_path):
     """lldpd on both VMs (image: data links only, every second): vm1 sees vm2 on each bond leg, both legs in one
     aggregation (vm2's bond), carrying VLANs 100 and 200; the audit's LLDP rules pass on the live facts."""
     import time
-    from ansible_collections.gpuops.fabric.plugins.module_utils._lldp import parse
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import parse
     for index in (1, 2):  # the image runs lldpd; here the network role's option must bring it up
         vm(index, "systemctl disable --now lldpd")
     lldpd = ("-e", "fabric_network_lldpd=true", "-e", "fabric_network_lldpd_interfaces=enp0s4,enp0s5")
@@ -274,7 +274,7 @@ def test_lldp_neighbours_on_the_bond_legs(vms, ansible_env, tmp_path):
     assert outcomes["LLDP-001"]["status"] == "pass" and outcomes["LLDP-002"]["status"] == "pass", outcomes
     # virtio NICs report a speed (qemu's speed=100000) but no link modes: the facts carry what ethtool says, and the
     # link-mode rules say they cannot judge rather than fail or pass
-    from ansible_collections.gpuops.fabric.plugins.module_utils._ethtool import parse as parse_ethtool
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ethtool import parse as parse_ethtool
     text = vm(1, "ethtool enp0s4").stdout
     if capture:  # how tests/fixtures/ethtool/virtio-net-100g.txt was made
         with open(os.path.join(capture, "virtio-net-100g.txt"), "w") as handle:

@@ -5,15 +5,12 @@ import copy
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._audit import validate_inputs
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
-from ansible_collections.gpuops.fabric.plugins.module_utils._policy import read_networks
-from ansible_collections.gpuops.fabric.plugins.module_utils._rules import evaluate_host, evaluate_inventory
-from ansible_collections.gpuops.fabric.plugins.module_utils._sysfs import (
-    parse_fib_trie_local,
-    parse_if_inet6,
-    parse_proc_route,
-    _route_for,
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import validate_inputs
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import read_networks
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import evaluate_host, evaluate_inventory
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.procfs import (
+    parse_fib_trie_local, parse_if_inet6, parse_proc_route, route_for as _route_for,
 )
 
 

@@ -4,15 +4,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import (
-    ModelError,
-    allreduce_time,
-    ethernet_goodput,
-    path_bottleneck,
-    ring_allreduce_factor,
-    tcp_payload,
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import (
+    ModelError, allreduce_time, ethernet_goodput, path_bottleneck, ring_allreduce_factor, tcp_payload,
 )
-from ansible_collections.gpuops.fabric.plugins.module_utils._pcie import pcie_bandwidth
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import pcie_bandwidth
 
 
 @pytest.mark.parametrize("speed,mtu,expected", [

@@ -1,7 +1,5 @@
-from ansible_collections.gpuops.fabric.plugins.module_utils._cpulist import (
-    format_cpulist,
-    parse_cpulist,
-    parse_cpumask,
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import (
+    format_cpulist, parse_cpulist, parse_cpumask,
 )
 
 
@@ -31,7 +29,7 @@ def test_hwloc_bitmap_form():
 
 
 def test_bounds_and_merging():
-    from ansible_collections.gpuops.fabric.plugins.module_utils._cpulist import MAX_CPUS
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import MAX_CPUS
     assert MAX_CPUS == 16384  # twice the largest CONFIG_NR_CPUS (8192)
     assert parse_cpulist("0-%d" % (MAX_CPUS - 1)) == list(range(MAX_CPUS))
     assert parse_cpulist("0-%d" % MAX_CPUS) is None

@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._errors import TopologyError
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 
 
 def test_root_that_is_not_sysfs(tmp_path):

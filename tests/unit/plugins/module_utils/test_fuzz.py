@@ -11,15 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._cpulist import parse_cpulist, parse_cpumask
-from ansible_collections.gpuops.fabric.plugins.module_utils._errors import TopologyError
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
-from ansible_collections.gpuops.fabric.plugins.module_utils._pcie import parse_link_speed, parse_link_width
-from ansible_collections.gpuops.fabric.plugins.module_utils._sysfs import (
-    ipv4_from_gid,
-    normalize_pci_address,
-    parse_acs_control,
-    parse_proc_bonding,
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import parse_cpulist, parse_cpumask
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import parse_link_speed, parse_link_width
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import normalize_pci_address
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.procfs import parse_proc_bonding
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs import (
+    ipv4_from_gid, parse_acs_control,
 )
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -10,10 +10,10 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
-from ansible_collections.gpuops.fabric.plugins.module_utils._gather import gather_intent, parse
-from ansible_collections.gpuops.fabric.plugins.module_utils._intent import plan_host
-from ansible_collections.gpuops.fabric.plugins.module_utils._renderers import RENDERERS
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.readback import gather_intent, parse
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.plan import plan_host
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import NETWORK_RENDERERS as RENDERERS
 from conftest import REPO
 
 INTENTS_DIR = os.path.join(REPO, "tests", "fixtures", "intents")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 
 
 @pytest.fixture(scope="module")

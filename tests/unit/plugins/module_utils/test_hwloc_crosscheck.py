@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
-from ansible_collections.gpuops.fabric.plugins.module_utils._cpulist import parse_cpulist
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import parse_cpulist
 from conftest import require_tool
 
 TREES = ["hwloc-xeonphi-mlx4-2numa", "hwloc-westmere-qib-4numa", "hwloc-power9-v100-gpunuma", "dgx8", "dgx8-broken"]

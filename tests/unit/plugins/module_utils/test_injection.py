@@ -11,12 +11,10 @@ import pytest
 import yaml
 
 from ansible_collections.gpuops.fabric.plugins.module_utils import _names
-from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import restore_script, shell_command
-from ansible_collections.gpuops.fabric.plugins.module_utils._renderers import (
-    render_networkd,
-    render_networkmanager,
-    render_netplan,
-)
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.rollback import restore_script, shell_command
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.netplan import render_netplan
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.networkd import render_networkd
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.networkmanager import render_networkmanager
 from conftest import require_tool
 
 # Shell: quote, command separators, substitution, globs, redirection, newline, backslash, leading dash, unicode.
@@ -172,7 +170,7 @@ def test_yaml_scalar_round_trip(value):
 
 
 def test_nccl_conf_refuses_a_newline_in_a_value():
-    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import render_conf
+    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.settings import render_conf
     with pytest.raises(_names.UnsafeValue):
         render_conf([("NCCL_SOCKET_IFNAME", "=bond0\nNCCL_DEBUG=TRACE")], [])
     with pytest.raises(_names.UnsafeValue):

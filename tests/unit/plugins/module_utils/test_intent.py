@@ -4,13 +4,10 @@ import copy
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
-from ansible_collections.gpuops.fabric.plugins.module_utils._intent import (
-    allocate_indices,
-    check_collisions,
-    plan_host,
-    validate_networks,
-)
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.addresses import allocate_indices
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.plan import check_collisions, plan_host
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import validate_networks
 
 GOOD = {
     "fabric_networks": {
@@ -210,7 +207,7 @@ def test_vlan_name_too_long(facts):
 def test_link_limits_from_real_ip_output(facts):
     """min/max MTU come from `ip -json -details link show` (captured); 0 (no limit) stays unknown."""
     import os
-    from ansible_collections.gpuops.fabric.plugins.module_utils._facts import merge_link_limits
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import merge_link_limits
     from conftest import REPO
     with open(os.path.join(REPO, "tests", "fixtures", "realdata", "iproute2-link-json", "netns-veth-bridge.json")) as h:
         captured = h.read()
@@ -254,7 +251,7 @@ def test_every_fabric_variable_the_collection_names_is_known():
     or a user's correct inventory would be told it has a typo."""
     import os
     import re
-    from ansible_collections.gpuops.fabric.plugins.module_utils._intent import KNOWN_VARIABLES
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.variables import KNOWN_VARIABLES
     repo = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
     used = set()
     for top in ("playbooks", "roles", "docs", "demo", "extensions", "plugins", "site.yml", "README.md"):
@@ -269,7 +266,7 @@ def test_every_fabric_variable_the_collection_names_is_known():
 
 
 def test_a_typo_is_an_error_an_unknown_name_a_warning():
-    from ansible_collections.gpuops.fabric.plugins.module_utils._intent import check_variables
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.variables import check_variables
     errors, warnings = [], []
     check_variables({"fabric_attachment": {}, "fabric_site_owner": "ops", "fabric_networks": {}}, errors, warnings)
     assert errors == ["fabric_attachment: not a variable gpuops.fabric reads (did you mean fabric_attachments?)"]
@@ -290,7 +287,7 @@ def test_networks_ride_on_veths_ipoib_and_bridges(facts, kind):
 
 
 def test_the_audit_reads_a_gateway_the_planner_refuses():
-    from ansible_collections.gpuops.fabric.plugins.module_utils._policy import read_networks
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import read_networks
     value = {"storage": {"role": "storage", "subnet": "10.1.0.0/24", "gateway": "10.1.0.1"}}
     _networks, errors = read_networks(value)
     assert errors == []
@@ -300,7 +297,7 @@ def test_the_audit_reads_a_gateway_the_planner_refuses():
 
 
 def test_a_near_miss_of_another_variable_is_a_warning():
-    from ansible_collections.gpuops.fabric.plugins.module_utils._intent import check_variables
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.variables import check_variables
     errors, warnings = [], []
     check_variables({"fabric_probe_ports": 5201, "fabric_report_directory": "x"}, errors, warnings)
     assert errors == []
@@ -316,7 +313,7 @@ def test_network_names_may_start_with_a_digit():
 
 @pytest.mark.parametrize("path", ["/etc/netplan/60-gpuops-fabric.yaml\0", "/etc/systemd/network/60-gpuops-a\nb.network"])
 def test_owned_paths_with_control_characters_are_never_written(tmp_path, path):
-    from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import ApplyError, plan_changes
+    from ansible_collections.gpuops.fabric.plugins.module_utils._network.apply import ApplyError, plan_changes
     backend = "netplan" if "netplan" in path else "networkd"
     with pytest.raises(ApplyError):
         plan_changes(str(tmp_path), backend, {path: {"content": "x\n", "mode": "0600"}}, replace=False)

@@ -13,10 +13,12 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._audit import run_audit
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
-from ansible_collections.gpuops.fabric.plugins.module_utils._report import RENDERERS
-from ansible_collections.gpuops.fabric.plugins.module_utils._rules import CATALOG, evaluate_host, evaluate_inventory
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.formats import REPORT_RENDERERS as RENDERERS
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import (
+    CATALOG, evaluate_host, evaluate_inventory,
+)
 
 NO_EXPECT = {"gpu": {"width": None, "generation": None}, "nics": [], "rdma": False}
 WESTMERE = "hwloc-westmere-qib-4numa"

@@ -3,9 +3,9 @@ code calls (the library boundary); the real pynvml is used for the missing-libra
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils import _facts
-from ansible_collections.gpuops.fabric.plugins.module_utils._errors import TopologyError
-from ansible_collections.gpuops.fabric.plugins.module_utils._nvml import read_nvml
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology import facts as _facts
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nvml import read_nvml
 
 
 class FakeNVMLError(Exception):
@@ -128,7 +128,7 @@ def test_real_pynvml_without_driver():
 
 
 def test_missing_library_reason(monkeypatch):
-    from ansible_collections.gpuops.fabric.plugins.module_utils import _nvml
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import nvml as _nvml
     monkeypatch.setattr(_nvml, "_pynvml", None)
     status, _infos = _nvml.read_nvml()
     assert status["status"] == "unavailable" and "not installed" in status["reason"]

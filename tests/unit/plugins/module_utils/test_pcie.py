@@ -2,12 +2,8 @@
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._pcie import (
-    generation_from_gts,
-    link_dict,
-    parse_link_speed,
-    parse_link_width,
-    pcie_bandwidth,
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
+    generation_from_gts, link_dict, parse_link_speed, parse_link_width, pcie_bandwidth,
 )
 
 

@@ -4,11 +4,9 @@ import datetime
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._audit import run_audit, validate_inputs
-from ansible_collections.gpuops.fabric.plugins.module_utils._policy import (
-    apply_waivers,
-    validate_expectations,
-    validate_waivers,
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit, validate_inputs
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import (
+    apply_waivers, validate_expectations, validate_waivers,
 )
 
 GOOD_WAIVER = {"rule": "PCIE-001", "hosts": "l4-*", "reason": "x8 by design", "expires": "2027-06-30"}
@@ -153,7 +151,7 @@ def _by_host(hosts, waivers):
 
 
 def test_waiver_matching_none_of_its_hosts_warns_once_naming_it():
-    from ansible_collections.gpuops.fabric.plugins.module_utils._policy import waiver_warnings
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import waiver_warnings
     hosts = ["h100-%02d" % i for i in range(5)]
     warnings = waiver_warnings(_by_host(hosts, [dict(GOOD_WAIVER, expires="2027-06-30")]), TODAY)
     assert warnings == ["fabric_waivers[0] (rule PCIE-001, hosts 'l4-*'): the host pattern 'l4-*' matches none of the "
@@ -162,7 +160,7 @@ def test_waiver_matching_none_of_its_hosts_warns_once_naming_it():
 
 
 def test_waiver_beyond_the_horizon_warns():
-    from ansible_collections.gpuops.fabric.plugins.module_utils._policy import waiver_warnings
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import waiver_warnings
     far = dict(GOOD_WAIVER, expires="2030-01-01")
     (warning,) = waiver_warnings(_by_host(["l4-01"], [far]), TODAY)
     assert warning.startswith("fabric_waivers[0] (rule PCIE-001, hosts 'l4-*'): expires 2030-01-01, 1096 days from "
@@ -180,7 +178,7 @@ def test_waiver_beyond_the_horizon_warns():
     (True, 365, "fabric_audit_waiver_horizon_days: True is not a positive number of days"),
 ])
 def test_waiver_horizon_variable(value, days, error):
-    from ansible_collections.gpuops.fabric.plugins.module_utils._policy import validate_waiver_horizon
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import validate_waiver_horizon
     got, errors = validate_waiver_horizon(value)
     assert got == days and errors == ([error] if error else [])
 

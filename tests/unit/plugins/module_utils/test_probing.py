@@ -9,16 +9,10 @@ import time
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._probing import (
-    judge_ping,
-    listening,
-    ours,
-    parse_iperf3,
-    parse_nccl_tests,
-    parse_ping,
-    payload,
-    ping_argv,
-    stop,
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.iperf3 import listening, ours, parse_iperf3, stop
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_tests import parse_nccl_tests
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.ping import (
+    judge_ping, parse_ping, payload, ping_argv,
 )
 
 from conftest import REPO

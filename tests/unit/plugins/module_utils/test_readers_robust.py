@@ -19,30 +19,26 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.fabric.plugins.module_utils import _gather, _sysfs
-from ansible_collections.gpuops.fabric.plugins.module_utils._cpulist import (
-    MAX_CPUS,
-    format_cpulist,
-    parse_cpulist,
-    parse_cpumask,
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import markers
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.netplan import parse_netplan
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.networkd import parse_networkd
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.networkmanager import parse_keyfiles
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import sysfs as _sysfs
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import hex_pair
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import (
+    MAX_CPUS, format_cpulist, parse_cpulist, parse_cpumask,
 )
-from ansible_collections.gpuops.fabric.plugins.module_utils._errors import TopologyError
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
-from ansible_collections.gpuops.fabric.plugins.module_utils._pcie import parse_link_speed, parse_link_width
-from ansible_collections.gpuops.fabric.plugins.module_utils._sysfs import (
-    PROCFS_MAX_BYTES,
-    SYSFS_MAX_BYTES,
-    SysfsReader,
-    ipv4_from_gid,
-    normalize_pci_address,
-    parse_acs_control,
-    parse_decimal,
-    parse_fib_trie_local,
-    parse_if_inet6,
-    parse_proc_bonding,
-    parse_proc_route,
-    parse_uevent,
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import parse_link_speed, parse_link_width
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import normalize_pci_address
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.procfs import (
+    parse_fib_trie_local, parse_if_inet6, parse_proc_bonding, parse_proc_route,
 )
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs import (
+    PROCFS_MAX_BYTES, SYSFS_MAX_BYTES, SysfsReader, ipv4_from_gid, parse_acs_control, parse_uevent,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import parse_decimal
 
 JOIN_TIMEOUT = 60
 SETTINGS = settings(max_examples=40, deadline=None,
@@ -329,7 +325,7 @@ def test_absurd_numbers_on_bonds_vlans_and_rdma_do_not_reach_the_audit(dgx):
     """Planted in the hand-written dgx8: a 400-digit bond member speed and link failure count, an out of
     range VLAN id, a 400-digit RDMA rate and a 400-digit port directory. The facts hold None, and every host
     rule runs on them without an internal error."""
-    from ansible_collections.gpuops.fabric.plugins.module_utils._rules import evaluate_host
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import evaluate_host
     bonding = os.path.join(dgx, "proc/net/bonding/bond0")
     with open(bonding) as handle:
         text = handle.read()
@@ -373,7 +369,7 @@ def test_nan_and_infinite_rates_are_not_numbers(dgx):
 
 def test_absurd_nvml_answers(roots):
     """A fake pynvml (the library boundary) answering a generation of 10**400, a width of 3 and a pstate of -2."""
-    from ansible_collections.gpuops.fabric.plugins.module_utils._nvml import read_nvml
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nvml import read_nvml
 
     class Error(Exception):
         pass
@@ -606,10 +602,10 @@ def test_every_text_parser_returns_on_random_bytes(data):
                        (parse_if_inet6, (text,)), (parse_fib_trie_local, (text,)), (parse_uevent, (text,)),
                        (parse_proc_bonding, ("bond0", text, warnings.append)), (ipv4_from_gid, (text,)),
                        (normalize_pci_address, (text,)), (parse_link_speed, (text,)), (parse_link_width, (text,)),
-                       (parse_decimal, (text,)), (parse_acs_control, (data,)), (_sysfs._hex_pair, (text,)),
-                       (_gather.parse_keyfiles, ([text],)), (_gather.parse_networkd, ({"a.network": text,
+                       (parse_decimal, (text,)), (parse_acs_control, (data,)), (hex_pair, (text,)),
+                       (parse_keyfiles, ([text],)), (parse_networkd, ({"a.network": text,
                                                                                       "b.netdev": text},)),
-                       (_gather.markers, ([text],))):
+                       (markers, ([text],))):
         assert _bounded(func, *args) < limit, func.__name__
 
 
@@ -626,7 +622,7 @@ def test_cpu_parsers_on_cpu_like_text(text, repeat):
 @given(data=st.binary(max_size=3000))
 def test_netplan_parser_raises_only_value_error(data):
     try:
-        _gather.parse_netplan(_text(data))
+        parse_netplan(_text(data))
     except ValueError:
         pass
 
@@ -642,7 +638,7 @@ def test_netplan_parser_raises_only_value_error(data):
                         max_leaves=20))
 def test_netplan_parser_on_odd_shapes(doc):
     import yaml
-    _gather.parse_netplan(yaml.safe_dump({"network": doc}))
+    parse_netplan(yaml.safe_dump({"network": doc}))
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
-from ansible_collections.gpuops.fabric.plugins.module_utils._intent import plan_host
-from ansible_collections.gpuops.fabric.plugins.module_utils._renderers import RENDERERS
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.plan import plan_host
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import NETWORK_RENDERERS as RENDERERS
 from conftest import REPO, require_tool
 
 INTENTS_DIR = os.path.join(REPO, "tests", "fixtures", "intents")
@@ -86,7 +86,7 @@ def test_netplan_generate_accepts(intent, facts, tmp_path):
                 assert "MTUBytes=%d" % iface["mtu"] in netdev
 
 
-def _ini(text):
+def parse_ini(text):
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     parser.optionxform = str
     parser.read_string(text)
@@ -101,14 +101,14 @@ def test_nmcli_offline_accepts(intent, facts):
         result = subprocess.run([nmcli, "--offline", "connection", "modify", "connection.autoconnect", "yes"],
                                 input=content, capture_output=True, text=True, timeout=60, check=False)
         assert result.returncode == 0, (path, result.stderr)
-        ours = _ini(content)
-        theirs = dict((s, v) for s, v in _ini(result.stdout).items() if v)  # NM adds empty [proxy], [bond-port]
+        ours = parse_ini(content)
+        theirs = dict((s, v) for s, v in parse_ini(result.stdout).items() if v)  # NM adds empty [proxy], [bond-port]
         assert theirs == ours, path
 
 
 def test_restore_script_copies_files_not_directories(tmp_path):
     """A rollback must never copy a directory onto / (its 0700 mode would lock sshd out of the node)."""
-    from ansible_collections.gpuops.fabric.plugins.module_utils._netapply import restore_script
+    from ansible_collections.gpuops.fabric.plugins.module_utils._network.rollback import restore_script
     script = restore_script("netplan", "/var/lib/gpuops-fabric/rollback", ["/etc/netplan/new.yaml"],
                             ["/etc/netplan/60-gpuops-fabric.yaml"], [["netplan", "apply"]])
     assert "cp -p -- /var/lib/gpuops-fabric/rollback/files/etc/netplan/60-gpuops-fabric.yaml " \

@@ -7,16 +7,14 @@ from xml.etree import ElementTree
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._audit import exceeds_policy, run_audit
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
-from ansible_collections.gpuops.fabric.plugins.module_utils._report import (
-    REPORT_SCHEMA_VERSION,
-    render_html,
-    render_json,
-    render_junit,
-    render_markdown,
-)
-from ansible_collections.gpuops.fabric.plugins.module_utils._rules import CATALOG
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import exceeds_policy, run_audit
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.html_report import render_html
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.json_report import render_json
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.junit_report import render_junit
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.markdown_report import render_markdown
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import REPORT_SCHEMA_VERSION
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
 
 EXPECT = {"gpu": {"width": 16}, "nics": [{"name": "ens*np0", "speed_mbps": 400000, "mtu": 9000}], "rdma": True}
 

@@ -3,17 +3,11 @@ reports group repeated findings: hand-made findings, so the expectations do not 
 
 import re
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._audit import exceeds_policy, failure_message
-from ansible_collections.gpuops.fabric.plugins.module_utils._report import (
-    LINE_WIDTH,
-    build_report,
-    clip,
-    finding_lines,
-    group_findings,
-    hosts_by_failures,
-    render_html,
-    render_markdown,
-    worst_severity,
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import exceeds_policy, failure_message
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.html_report import render_html
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.markdown_report import render_markdown
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
+    LINE_WIDTH, build_report, clip, finding_lines, group_findings, hosts_by_failures, worst_severity,
 )
 
 

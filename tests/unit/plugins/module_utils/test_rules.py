@@ -5,8 +5,10 @@ import copy
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
-from ansible_collections.gpuops.fabric.plugins.module_utils._rules import CATALOG, evaluate_host, evaluate_inventory
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import (
+    CATALOG, evaluate_host, evaluate_inventory,
+)
 
 NO_EXPECT = {"gpu": {"width": None, "generation": None}, "nics": [], "rdma": False}
 DGX_EXPECT = {"gpu": {"width": 16, "generation": 5},
@@ -233,7 +235,7 @@ def _facts_with_conf(roots, tmp_path, text, name="dgx8"):
 
 
 def _rendered_conf(facts, interface, mode):
-    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl import nccl_settings, render_conf
+    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.settings import nccl_settings, render_conf
     settings, notes, _warnings, errors = nccl_settings(facts, interface, mode)
     assert errors == []
     return render_conf(settings, notes)

@@ -6,8 +6,10 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils import _ethtool, _lldp
-from ansible_collections.gpuops.fabric.plugins.module_utils._rules import CATALOG, HostContext, NotApplicable
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import ethtool as _ethtool
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import lldp as _lldp
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import HostContext, NotApplicable
 
 from conftest import REPO
 
@@ -270,9 +272,11 @@ def test_link_rules_on_real_link_modes():
 def test_cabling_section_of_the_reports(roots):
     """The audit's reports list node port -> switch port from the LLDP facts (a real capture on a real node's facts)."""
     import datetime
-    from ansible_collections.gpuops.fabric.plugins.module_utils._audit import run_audit
-    from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
-    from ansible_collections.gpuops.fabric.plugins.module_utils._report import RENDERERS
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.formats import (
+        REPORT_RENDERERS as RENDERERS,
+    )
     node = gather(root=roots["dgx8"])
     node["lldp"] = {"agent": True, "reason": None, "ports": _lldp.parse(read("lldp", "ns-veth.json0"))}
     report, errors = run_audit({"node-a": {"facts": node}}, datetime.date(2026, 11, 30), "now")
@@ -316,7 +320,7 @@ def test_lldp_facts_do_not_depend_on_the_order_lldpd_prints():
     import copy
     import json
     import os
-    from ansible_collections.gpuops.fabric.plugins.module_utils._lldp import parse
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import parse
     folder = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "lldp")
     name = sorted(f for f in os.listdir(folder) if f.startswith("vm-") and f.endswith(".json0"))[0]
     with open(os.path.join(folder, name)) as handle:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 
 
 def by(items, key, value):
@@ -109,7 +109,8 @@ class TestWestmereQib:
         assert by(westmere["pci"], "address", "0000:03:00.1")["link"]["current"]["speed_gts"] == 2.5
 
     def test_unknown_locality_gives_no_path_type(self, westmere, roots):
-        from ansible_collections.gpuops.fabric.plugins.module_utils._facts import load_topology, pci_path
+        from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import load_topology
+        from ansible_collections.gpuops.fabric.plugins.module_utils._topology.paths import pci_path
         topo = load_topology(root=roots["hwloc-westmere-qib-4numa"])
         # eth0 (numa -1, host bridge 00) to the HCA (numa 2, host bridge 40): locality unknown.
         assert pci_path(topo, "0000:02:00.0", "0000:43:00.0")["type"] is None
@@ -160,7 +161,7 @@ class TestProcfsFragments:
 
 
 def test_acs_parser():
-    from ansible_collections.gpuops.fabric.plugins.module_utils._sysfs import parse_acs_control
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs import parse_acs_control
     assert parse_acs_control(bytes(64)) == (False, None)  # header only: not root, or a capture
     space = bytearray(4096)
     space[0x100:0x104] = (0x0001 | (1 << 16) | (0x180 << 20)).to_bytes(4, "little")  # AER -> 0x180

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 
 
 def one(items, **match):
@@ -124,7 +124,7 @@ def _path(paths, a, b):
 def test_nccl_nested_switches_are_marked_by_the_reader(realdata):
     """RCCL dump of a 2 x (PLX switch over 4 PLX switches, one MI50 each) server: every nested <pci> bridge
     is a switch of its own (NCCL writes one element per switch), the top ones sit right below the CPU."""
-    from ansible_collections.gpuops.fabric.plugins.module_utils._xmlsources import read_nccl_xml
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ncclxml import read_nccl_xml
     topo = read_nccl_xml(realdata("rccl-8p-pcie-nested-plx", "topo_8p_pcie.xml"))
     nested = sorted(a for a, d in topo.pci.items() if getattr(d, "nccl_nested_switch", False))
     assert nested == ["0000:1b:00.0", "0000:1e:00.0", "0000:21:00.0", "0000:24:00.0",
@@ -264,7 +264,7 @@ HANDWRITTEN_TAHITI = """<?xml version="1.0" encoding="UTF-8"?>
 
 
 def test_hwloc_compute_osdev_marked(tmp_path, realdata):
-    from ansible_collections.gpuops.fabric.plugins.module_utils._xmlsources import read_hwloc_xml
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.hwloc import read_hwloc_xml
     path = tmp_path / "tahiti.xml"
     path.write_text(HANDWRITTEN_TAHITI)
     topo = read_hwloc_xml(str(path))

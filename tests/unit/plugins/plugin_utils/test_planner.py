@@ -5,14 +5,10 @@ import struct
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._bandwidth import ModelError
-from ansible_collections.gpuops.fabric.plugins.module_utils._facts import gather
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._planner import (
-    by_link_speed,
-    chart,
-    node_paths,
-    scaling,
-    table,
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.planner import (
+    by_link_speed, chart, node_paths, scaling, table,
 )
 
 

@@ -7,7 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._probes import all_pairs, bounded, coverage, plan, targets
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.pairing import (
+    all_pairs, bounded, coverage, plan, targets,
+)
 
 
 def disjoint(rounds):

@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""systemd-networkd: where its .netdev/.network files live, rendering a plan to them, and reading them back."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import (
+    networkd_value,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import HEADER, _file_part, _iface, _int, _markers, _primary_of
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import parse_ini
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import interface_order
+
+def _milliseconds(value):
+    match = re.match(r"^\s*(\d+)\s*(ms|s|sec|msec)?\s*$", str(value or ""))
+    if not match:
+        return None
+    number = int(match.group(1))
+    return number * 1000 if match.group(2) in ("s", "sec") else number
+
+
+def parse_networkd(files, problems=None):
+    """systemd-networkd .netdev and .network files: {file name: content}."""
+    ifaces, vlan_parent, bond_of, primaries = {}, {}, {}, set()
+    for path in sorted(files):
+        entries = parse_ini(files[path], path, problems)
+        values = dict(((s, k), v) for s, k, v in entries)
+        if path.endswith(".netdev"):
+            name, kind = values.get(("NetDev", "Name")), values.get(("NetDev", "Kind"))
+            if not name or kind not in ("bond", "vlan"):
+                if problems is not None:
+                    problems.append("%s: no [NetDev] Name= with Kind=bond or vlan" % path)
+                continue
+            iface = ifaces.setdefault(name, _iface(name, kind))
+            iface["kind"] = kind
+            iface["mtu"] = iface["mtu"] or _int(values.get(("NetDev", "MTUBytes")))
+            if kind == "bond":
+                iface["mode"] = values.get(("Bond", "Mode"), "balance-rr")
+                iface["miimon"] = _milliseconds(values.get(("Bond", "MIIMonitorSec"), "0"))
+                iface["lacp_rate"] = values.get(("Bond", "LACPTransmitRate"))
+                iface["xmit_hash_policy"] = values.get(("Bond", "TransmitHashPolicy"))
+                iface["primary"] = None
+            else:
+                iface["id"] = _int(values.get(("VLAN", "Id")))
+        elif path.endswith(".network"):
+            name = values.get(("Match", "Name"))
+            if not name:
+                if problems is not None:
+                    problems.append("%s: no [Match] Name=" % path)
+                continue
+            iface = ifaces.setdefault(name, _iface(name, "ethernet"))
+            iface["mtu"] = _int(values.get(("Link", "MTUBytes"))) or iface["mtu"]
+            route = None
+            for section, key, value in entries:
+                if section == "Network" and key == "Address":
+                    iface["addresses"].append(value)
+                elif section == "Network" and key == "Gateway":
+                    iface["gateways"].append(value)
+                elif section == "Network" and key == "VLAN":
+                    vlan_parent[value] = name
+                elif section == "Network" and key == "Bond":
+                    bond_of[name] = value
+                elif section == "Network" and key == "PrimarySlave" and value.lower() in ("true", "yes", "1"):
+                    primaries.add(name)
+                elif section == "Route":
+                    if key == "Destination":
+                        route = {"to": value, "via": None, "metric": None}
+                        iface["routes"].append(route)
+                    elif route is not None and key == "Gateway":
+                        route["via"] = value
+                    elif route is not None and key == "Metric":
+                        route["metric"] = _int(value)
+    for member, bond in sorted(bond_of.items()):
+        if member not in ifaces:
+            continue
+        ifaces[member]["bond"] = bond
+        if bond in ifaces:
+            ifaces[bond]["members"].append(member)
+            if member in primaries:
+                ifaces[bond]["primary"] = member
+    for vlan, parent in vlan_parent.items():
+        if vlan in ifaces:
+            ifaces[vlan]["parent"] = parent
+    return interface_order(list(ifaces.values()))
+
+
+NETWORKD_DIR = "/etc/systemd/network"
+
+
+def render_networkd(plan):
+    files = {}
+    vlans_on = {}
+    for iface in plan["interfaces"]:
+        if iface["kind"] == "vlan":
+            vlans_on.setdefault(iface["parent"], []).append(iface["name"])
+    for iface in plan["interfaces"]:
+        name = iface["name"]
+        base = "%s/60-gpuops-%s" % (NETWORKD_DIR, _file_part(name))
+        if iface["kind"] in ("bond", "vlan"):
+            netdev = ["# " + HEADER, "[NetDev]", "Name=%s" % networkd_value(name), "Kind=%s" % iface["kind"]]
+            if iface.get("mtu"):
+                netdev.append("MTUBytes=%d" % iface["mtu"])
+            if iface["kind"] == "bond":
+                netdev += ["", "[Bond]", "Mode=%s" % networkd_value(iface["mode"]),
+                           "MIIMonitorSec=%dms" % iface["miimon"]]
+                if iface.get("lacp_rate"):
+                    netdev.append("LACPTransmitRate=%s" % networkd_value(iface["lacp_rate"]))
+                if iface.get("xmit_hash_policy"):
+                    netdev.append("TransmitHashPolicy=%s" % networkd_value(iface["xmit_hash_policy"]))
+            else:
+                netdev += ["", "[VLAN]", "Id=%d" % iface["id"]]
+            files[base + ".netdev"] = ("\n".join(netdev) + "\n", "0644")
+        network = ["# " + HEADER] + _markers(plan, [iface]) + ["[Match]", "Name=%s" % networkd_value(name, glob=True), ""]
+        if iface.get("mtu"):
+            network += ["[Link]", "MTUBytes=%d" % iface["mtu"], ""]
+        network.append("[Network]")
+        if iface["kind"] == "ethernet" and iface.get("bond"):
+            network.append("Bond=%s" % networkd_value(iface["bond"]))
+            if iface["name"] == _primary_of(plan, iface["bond"]):
+                network.append("PrimarySlave=true")
+        else:
+            network += ["DHCP=no", "LinkLocalAddressing=%s" % ("ipv6" if any(":" in a for a in iface["addresses"])
+                                                               else "no")]
+            for address in iface["addresses"]:
+                network.append("Address=%s" % networkd_value(address))
+            for gateway in iface.get("gateways") or []:
+                network.append("Gateway=%s" % networkd_value(gateway))
+        for vlan in sorted(vlans_on.get(name, [])):
+            network.append("VLAN=%s" % networkd_value(vlan))
+        for route in iface.get("routes") or []:
+            network += ["", "[Route]", "Destination=%s" % networkd_value(route["to"]),
+                        "Gateway=%s" % networkd_value(route["via"])]
+            if route.get("metric") is not None:
+                network.append("Metric=%d" % route["metric"])
+        files[base + ".network"] = ("\n".join(network) + "\n", "0644")
+    return files

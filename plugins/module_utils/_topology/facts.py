@@ -1,0 +1,450 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""Facts assembly: a Topology read from a source becomes the gpuops_fabric facts (schema in docs/topology_facts.md)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import ethtool as _ethtool
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import lldp as _lldp
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import parse_cpulist
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
+    KIND_ACCELERATOR, KIND_GPU, KIND_NIC, KIND_RDMA, VENDOR_AMD, VENDOR_INTEL,
+    VENDOR_NVIDIA, classify_devices,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
+    pcie_bandwidth,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.paths import _PathCache, _hex, device_links, pci_path
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import gpu_link_state, path_rank
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nccl_conf import read_nccl_conf
+
+SCHEMA_VERSION = 1
+
+
+SUBSETS = ("numa", "pci", "gpu", "nic", "rdma", "bond", "vlan", "paths", "nccl", "lldp", "link_modes")
+
+
+MIN_SUBSETS = ("numa",)
+
+
+SOURCES = ("sysfs", "hwloc_xml", "nccl_xml")
+
+
+# What each subset needs the reader to load.
+_READER_PARTS = {
+    "numa": ("numa",),
+    "pci": ("pci",),
+    "gpu": ("pci",),
+    "nic": ("pci", "net", "rdma"),
+    "rdma": ("pci", "net", "rdma"),
+    "bond": ("net", "bond"),
+    # read on the live node by the module (lldpctl, ethtool), nothing from the reader beyond the NICs
+    "lldp": ("net",),
+    "link_modes": ("pci", "net"),
+    "vlan": ("net", "vlan"),
+    "paths": ("pci", "net", "rdma"),
+    "nccl": (),
+}
+
+
+def resolve_subsets(requested):
+    """Expand ``gather_subset`` (all, min, names, ``!name``, ``!all``) to a list in canonical order.
+
+    As with Ansible's own facts: a list of only exclusions starts from ``all``; ``!all`` leaves
+    just ``min`` plus what is named; ``min`` is always gathered unless ``!min`` is given.
+    """
+    items = [str(item).strip() for item in (requested or ["all"])]
+    include, exclude = set(), set()
+    for item in items:
+        negate = item.startswith("!")
+        name = item[1:] if negate else item
+        if name not in SUBSETS and name not in ("all", "min"):
+            raise ValueError("gather_subset: %r is not one of all, min, %s (optionally prefixed with !)"
+                             % (item, ", ".join(SUBSETS)))
+        if negate:
+            if name not in ("all", "min"):
+                exclude.add(name)
+        elif name == "all":
+            include.update(SUBSETS)
+        elif name == "min":
+            include.update(MIN_SUBSETS)
+        else:
+            include.add(name)
+    if not any(not item.startswith("!") for item in items) and "!all" not in items:
+        include.update(SUBSETS)
+    if "!min" not in items:
+        include.update(MIN_SUBSETS)
+    else:
+        exclude.update(set(MIN_SUBSETS) - set(n for n in items if n in MIN_SUBSETS))
+    return [s for s in SUBSETS if s in include and s not in exclude]
+
+
+def reader_parts(subsets):
+    parts = set()
+    for subset in subsets:
+        parts.update(_READER_PARTS[subset])
+    return parts
+
+
+def load_topology(source="sysfs", root="/", path=None, parts=None):
+    """Read a topology from one of the sources; errors raise TopologyError naming the input."""
+    if source == "sysfs":
+        from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs import SysfsReader
+        reader = SysfsReader(root or "/")
+        topo = reader.read_all(parts or ("pci", "numa", "net", "rdma", "bond", "vlan"))
+    elif source in ("hwloc_xml", "nccl_xml"):
+        if not path:
+            raise TopologyError("path is required when source is %s" % source)
+        if source == "hwloc_xml":
+            from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.hwloc import read_hwloc_xml
+            topo = read_hwloc_xml(path)
+        else:
+            from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ncclxml import read_nccl_xml
+            topo = read_nccl_xml(path)
+    else:
+        raise TopologyError("source: %r is not one of %s" % (source, ", ".join(SOURCES)))
+    classify_devices(topo)
+    return topo
+
+
+# ---- facts ---------------------------------------------------------------------------------------
+def _vendor_name(vendor_id):
+    return {VENDOR_NVIDIA: "nvidia", VENDOR_AMD: "amd", VENDOR_INTEL: "intel"}.get(vendor_id, "other")
+
+
+def _pci_fact(topo, dev):
+    return {
+        "address": dev.address,
+        "class": _hex(dev.class_code, 6),
+        "vendor_id": _hex(dev.vendor_id),
+        "device_id": _hex(dev.device_id),
+        "subsystem_vendor_id": _hex(dev.subsystem_vendor_id),
+        "subsystem_device_id": _hex(dev.subsystem_device_id),
+        "name": dev.name,
+        "kind": dev.kind,
+        "driver": dev.driver,
+        "numa_node": dev.numa_node,
+        "local_cpus": dev.local_cpus,
+        "link": device_links(dev),
+        "parent": dev.parent,
+        "chain": topo.ancestors(dev.address),
+        "acs": _acs_fact(dev),
+        "host_bridge": dev.host_bridge,
+    }
+
+
+# ACS Control bits (PCIe base spec, ACS Extended Capability).
+ACS_BITS = (("source_validation", 0x01), ("translation_blocking", 0x02), ("request_redirect", 0x04),
+            ("completion_redirect", 0x08), ("upstream_forwarding", 0x10), ("egress_control", 0x20),
+            ("direct_translated", 0x40))
+
+
+def _acs_fact(dev):
+    """For bridges: whether ACS could be read, is present, and which controls are on."""
+    if dev.kind not in ("root_port", "switch_upstream", "switch_downstream", "other_bridge"):
+        return None
+    fact = {"readable": dev.acs_readable, "present": dev.acs_control is not None,
+            "control": _hex(dev.acs_control) if dev.acs_control is not None else None}
+    for name, bit in ACS_BITS:
+        fact[name] = bool(dev.acs_control & bit) if dev.acs_control is not None else None
+    # Request or completion redirect sends peer-to-peer traffic up through the root complex.
+    fact["redirects_p2p"] = (bool(dev.acs_control & 0x0C) if dev.acs_control is not None else None)
+    return fact
+
+
+def _numa_facts(topo):
+    nodes = []
+    for node in sorted(topo.numa.values(), key=lambda n: n.node_id):
+        cpus = parse_cpulist(node.cpus) if node.cpus is not None else None
+        nodes.append({
+            "id": node.node_id,
+            "cpus": node.cpus,
+            "cpu_count": len(cpus) if cpus is not None else None,
+            "has_cpus": bool(cpus) if cpus is not None else None,
+            "memory_bytes": node.memory_bytes,
+            "distances": dict((str(k), v) for k, v in sorted(node.distances.items())),
+        })
+    return {"count": len(nodes), "nodes": nodes}
+
+
+def _nic_functions(topo):
+    return [d for d in topo.pci.values() if d.kind in (KIND_NIC, KIND_RDMA)]
+
+
+def _names_on_function(topo, address):
+    names = sorted(n.name for n in topo.netdevs.values() if n.pci_address == address)
+    names += sorted(r.name for r in topo.rdma.values() if r.pci_address == address)
+    return names
+
+
+def build_facts(topo, subsets, nvml_status=None):
+    facts = {
+        "schema_version": SCHEMA_VERSION,
+        "source": topo.source,
+        "gather_subset": list(subsets),
+        "nvml": nvml_status or {"status": "not_used", "reason": None, "driver_version": None},
+    }
+    if "numa" in subsets:
+        facts["numa"] = _numa_facts(topo)
+    if "pci" in subsets:
+        facts["pci"] = [_pci_fact(topo, d) for _a, d in sorted(topo.pci.items())]
+    gpus = sorted((d for d in topo.pci.values() if d.kind in (KIND_GPU, KIND_ACCELERATOR)),
+                  key=lambda d: d.address)
+    nic_functions = sorted(_nic_functions(topo), key=lambda d: d.address)
+    paths = None
+    if "paths" in subsets or "gpu" in subsets:
+        paths = _paths(topo, gpus, nic_functions)
+    if "gpu" in subsets:
+        facts["gpus"] = [_gpu_fact(topo, i, d, paths) for i, d in enumerate(gpus)]
+    if "nic" in subsets:
+        facts["nics"] = _nic_facts(topo)
+    if "rdma" in subsets:
+        facts["rdma"] = [_rdma_fact(topo, r) for _n, r in sorted(topo.rdma.items())]
+        facts["kernel_modules"] = dict(topo.kernel_modules) if topo.kernel_modules is not None else None
+    if "bond" in subsets:
+        facts["bonds"] = [_bond_fact(topo, b) for _n, b in sorted(topo.bonds.items())]
+    if "vlan" in subsets:
+        facts["vlans"] = [
+            {"name": v.name, "id": v.vlan_id, "parent": v.parent, "source": v.source,
+             "mtu": topo.netdevs[v.name].mtu if v.name in topo.netdevs else None}
+            for _n, v in sorted(topo.vlans.items())
+        ]
+    if "paths" in subsets:
+        facts["paths"] = paths
+    facts["warnings"] = list(topo.warnings)
+    return facts
+
+
+def _paths(topo, gpus, nic_functions):
+    gpu_nic, gpu_gpu, nearest = [], [], {}
+    cache = _PathCache(topo)
+    for gpu in gpus:
+        best = []
+        for nic in nic_functions:
+            entry = {"gpu": gpu.address, "nic": nic.address, "nic_names": _names_on_function(topo, nic.address)}
+            entry.update(pci_path(topo, gpu.address, nic.address, cache))
+            gpu_nic.append(entry)
+            best.append((path_rank(entry["type"]), -(entry["bottleneck_gbytes_per_s"] or 0), nic.address, entry))
+        best.sort(key=lambda item: item[:3])
+        if best:
+            top_rank = best[0][0]
+            nearest[gpu.address] = [
+                {"nic": e["nic"], "nic_names": e["nic_names"], "type": e["type"]}
+                for rank, _bw, _addr, e in best if rank == top_rank
+            ]
+        else:
+            nearest[gpu.address] = []
+    for i, a in enumerate(gpus):
+        for b in gpus[i + 1:]:
+            entry = {"gpu": a.address, "peer": b.address}
+            entry.update(pci_path(topo, a.address, b.address, cache))
+            gpu_gpu.append(entry)
+    return {"gpu_nic": gpu_nic, "gpu_gpu": gpu_gpu, "nearest_nics": nearest}
+
+
+def _gpu_fact(topo, index, dev, paths):
+    info = topo.gpu_info.get(dev.address)
+    state, reason = gpu_link_state(dev, info)
+    nearest = paths["nearest_nics"].get(dev.address, []) if paths else []
+    nvml = None
+    if info is not None:
+        nvml = {
+            "index": info.index, "name": info.name, "uuid": info.uuid,
+            "max_generation": info.max_generation, "max_width": info.max_width,
+            "current_generation": info.current_generation, "current_width": info.current_width,
+            "performance_state": info.performance_state,
+            "max_gbytes_per_s": _round(pcie_bandwidth(info.max_generation, info.max_width)),
+        }
+    return {
+        "index": index,
+        "address": dev.address,
+        "kind": dev.kind,
+        "vendor": _vendor_name(dev.vendor_id),
+        "vendor_id": _hex(dev.vendor_id),
+        "device_id": _hex(dev.device_id),
+        "name": (info.name if info is not None and info.name else dev.name),
+        "driver": dev.driver,
+        "numa_node": dev.numa_node,
+        "local_cpus": dev.local_cpus,
+        "link": device_links(dev),
+        "link_state": state,
+        "link_state_reason": reason,
+        "nvml": nvml,
+        "facts_from": "nvml" if info is not None else topo.source,
+        "nearest_nics": nearest,
+    }
+
+
+def _round(value):
+    return round(value, 3) if value is not None else None
+
+
+def _nic_facts(topo):
+    cards = {}
+    for dev in _nic_functions(topo):
+        cards.setdefault(dev.address.rsplit(".", 1)[0], []).append(dev.address)
+    bond_of = {}
+    for bond in topo.bonds.values():
+        for member in bond.members:
+            bond_of[member.name] = bond.name
+    nics = []
+    for _name, net in sorted(topo.netdevs.items()):
+        dev = topo.pci.get(net.pci_address) if net.pci_address else None
+        card = net.pci_address.rsplit(".", 1)[0] if net.pci_address else None
+        rdma = sorted(r.name for r in topo.rdma.values() if net.pci_address and r.pci_address == net.pci_address)
+        nics.append({
+            "name": net.name,
+            "kind": net.kind,
+            "address": net.pci_address,
+            "card": card,
+            "ports_on_card": len(cards.get(card, [])) if card else None,
+            "driver": net.driver or (dev.driver if dev else None),
+            "speed_mbps": net.speed_mbps,
+            "duplex": net.duplex,
+            "mtu": net.mtu,
+            "min_mtu": None,
+            "max_mtu": None,
+            "operstate": net.operstate,
+            "carrier": net.carrier,
+            "mac": net.mac,
+            "numa_node": dev.numa_node if dev else None,
+            "pci_link": device_links(dev) if dev else None,
+            "rdma_devices": rdma,
+            "ipv4": net.ipv4,
+            "ipv6": net.ipv6,
+            "bond_master": bond_of.get(net.name),
+            "vlan": ({"id": topo.vlans[net.name].vlan_id, "parent": topo.vlans[net.name].parent}
+                     if net.name in topo.vlans else None),
+        })
+    return nics
+
+
+def _rdma_fact(topo, rdma):
+    dev = topo.pci.get(rdma.pci_address) if rdma.pci_address else None
+    ports = []
+    for port in rdma.ports:
+        v2 = [g for g in port.gids if g.gid_type == "RoCE v2" and g.ipv4]
+        chosen = next((g for g in v2 if g.netdev == port.netdev), v2[0] if v2 else None)
+        ports.append({
+            "port": port.port,
+            "state": port.state,
+            "rate": port.rate,
+            "rate_gbps": port.rate_gbps,
+            "link_layer": port.link_layer,
+            "active_mtu": port.active_mtu,
+            "netdev": port.netdev,
+            "roce_v2_gid_index": chosen.index if chosen else None,
+            "roce_v2_ipv4": chosen.ipv4 if chosen else None,
+            "gids": [{"index": g.index, "gid": g.gid, "type": g.gid_type, "netdev": g.netdev, "ipv4": g.ipv4}
+                     for g in port.gids],
+        })
+    return {
+        "name": rdma.name,
+        "address": rdma.pci_address,
+        "numa_node": dev.numa_node if dev else None,
+        "netdevs": list(rdma.netdevs),
+        "ports": ports,
+    }
+
+
+def _bond_fact(topo, bond):
+    members = []
+    for m in bond.members:
+        net = topo.netdevs.get(m.name)
+        members.append({
+            "name": m.name,
+            "mii_status": m.mii_status,
+            "speed_mbps": m.speed_mbps if m.speed_mbps is not None else (net.speed_mbps if net else None),
+            "duplex": m.duplex,
+            "aggregator_id": m.aggregator_id,
+            "partner_mac": m.partner_mac,
+            "has_partner": (None if m.partner_mac is None
+                            else m.partner_mac.replace(":", "").strip("0") != ""),
+            "link_failure_count": m.link_failure_count,
+        })
+    net = topo.netdevs.get(bond.name)
+    return {
+        "name": bond.name,
+        "mode": bond.mode,
+        "miimon": bond.miimon,
+        "xmit_hash_policy": bond.xmit_hash_policy,
+        "lacp_rate": bond.lacp_rate,
+        "mii_status": bond.mii_status,
+        "mtu": net.mtu if net else None,
+        "active_aggregator_id": bond.active_aggregator_id,
+        "partner_mac": bond.partner_mac,
+        "members": members,
+    }
+
+
+def merge_link_limits(facts, ip_json):
+    """Add each NIC's MTU range from ``ip -json -details link show`` (the kernel's IFLA_MIN_MTU/IFLA_MAX_MTU).
+
+    sysfs does not carry the range; only netlink does. 0 means the driver sets no limit: left unknown (None).
+    Returns the number of NICs that got a range.
+    """
+    import json
+    try:
+        links = json.loads(ip_json)
+    except ValueError:
+        return 0
+    limits = {}
+    for link in links if isinstance(links, list) else []:
+        if isinstance(link, dict) and isinstance(link.get("ifname"), str):
+            limits[link["ifname"]] = (link.get("min_mtu") or None, link.get("max_mtu") or None)
+    merged = 0
+    for nic in facts.get("nics") or []:
+        if nic["name"] in limits:
+            nic["min_mtu"], nic["max_mtu"] = limits[nic["name"]]
+            merged += nic["max_mtu"] is not None
+    return merged
+
+
+def gather(source="sysfs", root="/", path=None, gather_subset=None, nvml="auto", nvml_module=None):
+    """Everything the topology_facts module does, as a function (also used by tests and benchmarks)."""
+    subsets = resolve_subsets(gather_subset)
+    topo = load_topology(source, root, path, reader_parts(subsets))
+    nvml_status = {"status": "not_used", "reason": None, "driver_version": None}
+    live = source == "sysfs" and (root or "/") == "/"
+    gpus_present = any(d.kind == KIND_GPU and d.vendor_id == VENDOR_NVIDIA for d in topo.pci.values())
+    if nvml == "no":
+        nvml_status["reason"] = "disabled (nvml: no)"
+    elif not live:
+        nvml_status["reason"] = "facts read from a capture (%s), not the live machine" % source
+        if nvml == "yes":
+            raise TopologyError("nvml: yes needs the live machine (source sysfs, root /); got source %s, root %s"
+                                % (source, root))
+    elif "gpu" in subsets and (gpus_present or nvml == "yes"):
+        from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nvml import read_nvml
+        nvml_status, infos = read_nvml(nvml_module, warn=topo.warn)
+        if nvml == "yes" and nvml_status["status"] != "used":
+            raise TopologyError("nvml: yes but %s" % nvml_status["reason"])
+        topo.gpu_info.update(infos)
+    else:
+        nvml_status["reason"] = "no NVIDIA GPU found"
+    facts = build_facts(topo, subsets, nvml_status)
+    if "nccl" in subsets:
+        facts["nccl"] = read_nccl_conf(root, facts["warnings"].append) if source == "sysfs" else None
+    if "lldp" in subsets:
+        # filled by the module on a live node (lldpctl); a capture has no neighbours to ask
+        facts["lldp"] = None
+    return facts
+
+
+def merge_switch_side(facts, run, which, subsets, lldp_socket=None):
+    """Live node only: the ``lldp`` subset (neighbours from lldpd) and each physical NIC's ``link_modes`` (ethtool).
+    ``run(argv) -> (rc, out, err)``; ``which(name)`` -> path or None."""
+    if "lldp" in subsets:
+        facts["lldp"] = _lldp.gather(run, which("lldpctl"), lldp_socket)
+    if "link_modes" in subsets and facts.get("nics"):
+        physical = [n["name"] for n in facts["nics"] if n.get("address")]
+        modes = _ethtool.gather(run, which("ethtool"), physical)
+        for nic in facts["nics"]:
+            if nic["name"] in modes:
+                nic["link_modes"] = modes[nic["name"]]

@@ -1,0 +1,158 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""PCIe: link speeds, widths and generations, usable bandwidth, PCI addresses, the path types (PIX..SYS) and their ranks, and the one judgement of a GPU's link."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import is_hex
+
+PATH_TYPES = ("PIX", "PXB", "PHB", "NODE", "SYS")
+
+
+def path_rank(path_type):
+    return PATH_TYPES.index(path_type) if path_type in PATH_TYPES else len(PATH_TYPES)
+
+
+def gpu_link_state(dev, info):
+    """Judge a GPU's link: ok, degraded, idle (cannot judge), or unknown.
+
+    GPUs drop to Gen1 when idle to save power, so a lower generation is only a fault when
+    NVML says the GPU is busy (performance state P0). Width does not drop at idle.
+    """
+    if info is not None and info.current_width is not None:
+        cur_gen, max_gen = info.current_generation, info.max_generation
+        cur_w, max_w = info.current_width, info.max_width
+    else:
+        cur_gen, max_gen = generation_from_gts(dev.current_gts), generation_from_gts(dev.max_gts)
+        cur_w, max_w = dev.current_width, dev.max_width
+    if cur_w is not None and max_w is not None and cur_w < max_w:
+        return "degraded", "link width x%d below its maximum x%d" % (cur_w, max_w)
+    if cur_gen is None or max_gen is None or cur_w is None or max_w is None:
+        return "unknown", "link generation or width not reported"
+    if cur_gen < max_gen:
+        pstate = info.performance_state if info is not None else None
+        if pstate == 0:
+            return "degraded", "Gen%d below its maximum Gen%d while busy (P0)" % (cur_gen, max_gen)
+        if pstate is not None:
+            return "idle", "Gen%d below its maximum Gen%d at P%d: power saving, cannot judge at idle" % (
+                cur_gen, max_gen, pstate)
+        return "idle", "Gen%d below its maximum Gen%d; without NVML the GPU may be idle, cannot judge" % (
+            cur_gen, max_gen)
+    return "ok", None
+
+
+# Transfer rate (GT/s per lane) and line-code efficiency per generation.
+# Gen1/2 use 8b/10b, Gen3-5 use 128b/130b. Gen6 and later run in FLIT mode with
+# 1b/1b encoding; of each 256-byte flit, 236 bytes carry TLPs and 6 bytes DLLPs,
+# the rest is CRC and FEC, so 242/256 of the raw rate is usable.
+GENERATIONS = {
+    1: (2.5, 8.0 / 10.0),
+    2: (5.0, 8.0 / 10.0),
+    3: (8.0, 128.0 / 130.0),
+    4: (16.0, 128.0 / 130.0),
+    5: (32.0, 128.0 / 130.0),
+    6: (64.0, 242.0 / 256.0),
+    7: (128.0, 242.0 / 256.0),
+}
+
+
+_GEN_BY_RATE = dict((rate, gen) for gen, (rate, _eff) in GENERATIONS.items())
+
+
+VALID_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
+
+
+_SPEED_RE = re.compile(r"^\s*([0-9]{1,6}(?:\.[0-9]{1,6})?)\s*GT/s(?:\s+PCIe)?\s*$")
+
+
+# No rate above this is a PCIe rate (Gen7 is 128 GT/s, Gen8 is planned at 256): larger is junk.
+MAX_GTS = 1024
+
+
+def generation_from_gts(gts):
+    """Map a per-lane transfer rate in GT/s to a PCIe generation, or None."""
+    if gts is None:
+        return None
+    return _GEN_BY_RATE.get(round(gts, 1))
+
+
+def gts_from_generation(gen):
+    entry = GENERATIONS.get(gen)
+    return entry[0] if entry else None
+
+
+def parse_link_speed(text):
+    """Parse a sysfs ``*_link_speed`` value.
+
+    Both kernel spellings are accepted: ``"8 GT/s"`` (older kernels) and
+    ``"8.0 GT/s PCIe"`` (5.x and later). ``"Unknown"`` and anything else that
+    does not look like a rate, or is above ``MAX_GTS``, gives None.
+    """
+    if text is None:
+        return None
+    match = _SPEED_RE.match(str(text))
+    if not match:
+        return None
+    value = float(match.group(1))
+    return value if 0 < value <= MAX_GTS else None
+
+
+def parse_link_width(text):
+    """Parse a sysfs ``*_link_width``; 0, 255 (link down/unknown) and junk give None."""
+    if text is None:
+        return None
+    digits = str(text).strip().lstrip("x")
+    if not 0 < len(digits) <= 3 or not all(c in "0123456789" for c in digits):
+        return None
+    width = int(digits, 10)
+    return width if width in VALID_WIDTHS else None
+
+
+def pcie_bandwidth(gen, width):
+    """Usable bandwidth of a PCIe link, one direction, in GB/s (10^9 bytes).
+
+    ``gen`` is a generation number (1..7) and ``width`` a lane count.
+    Returns None when either is unknown.
+    """
+    if gen is None or width is None:
+        return None
+    try:
+        gen = int(gen)
+        width = int(width)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    entry = GENERATIONS.get(gen)
+    if entry is None or width <= 0:
+        return None
+    rate, efficiency = entry
+    return rate * width * efficiency / 8.0
+
+
+def link_dict(gts, width):
+    """The facts shape of one link end: rate, generation, width and usable GB/s."""
+    gen = generation_from_gts(gts)
+    gbps = pcie_bandwidth(gen, width)
+    return {
+        "speed_gts": gts,
+        "generation": gen,
+        "width": width,
+        "gbytes_per_s": round(gbps, 3) if gbps is not None else None,
+    }
+
+
+PCI_ADDRESS_RE = re.compile(r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+
+
+def normalize_pci_address(address):
+    """``"00000000:3B:00.0"`` (NVML) or ``"0000:3b:00.0"`` -> ``"0000:3b:00.0"``; junk -> None."""
+    if not address:
+        return None
+    domain, sep, rest = address.strip().lower().partition(":")
+    candidate = "%04x:%s" % (int(domain, 16), rest) if sep and is_hex(domain) else None
+    return candidate if candidate and PCI_ADDRESS_RE.match(candidate) else None

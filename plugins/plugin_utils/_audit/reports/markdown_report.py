@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""report.md."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.html_report import _cabling_cells
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import group_findings, hosts_by_failures
+
+def _md(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report):
+    s = report["summary"]
+    lines = [
+        "# gpuops.fabric audit",
+        "",
+        "Generated %s. %d host(s): %d audited, %d unreachable, %d failed. Findings: %d fail, %d warn, %d info; "
+        "%d waived." % (report["generated_at"], s["hosts"], s["audited"], s["unreachable"], s["failed"],
+                        s["findings"]["fail"], s["findings"]["warn"], s["findings"]["info"], s["waived"]),
+        "",
+        "| host | status | fail | warn | info | waived |",
+        "|---|---|---|---|---|---|",
+    ]
+    for host in hosts_by_failures(report):
+        lines.append("| %s | %s | %d | %d | %d | %d |" % (
+            _md(host["name"]), host["status"] + (" (%s)" % _md(host["reason"]) if host["reason"] else ""),
+            host["counts"]["fail"], host["counts"]["warn"], host["counts"]["info"], host["waived"]))
+    lines += ["", "## Findings", ""]
+    active = [f for f in report["findings"] if not f.get("waived")]
+    if not active:
+        lines.append("No findings.")
+    else:
+        lines += ["| severity | host | rule | subject | message | remediation |", "|---|---|---|---|---|---|"]
+        for group in group_findings(active):
+            # findings of one rule on one host that say the same thing share a row, their subjects listed
+            rows = []
+            for f in group["findings"]:
+                if rows and rows[-1][0]["message"] == f["message"] and rows[-1][0]["remediation"] == f["remediation"]:
+                    rows[-1].append(f)
+                else:
+                    rows.append([f])
+            for same in rows:
+                f = same[0]
+                lines.append("| %s | %s | %s %s | %s | %s | %s |" % (
+                    f["severity"], _md(f["host"]), f["id"], _md(f["title"]),
+                    ", ".join(_md(x["subject"]) for x in same), _md(f["message"]), _md(f["remediation"])))
+    waived = [f for f in report["findings"] if f.get("waived")]
+    if waived:
+        lines += ["", "## Waived", "", "| host | rule | subject | reason | expires |", "|---|---|---|---|---|"]
+        for f in waived:
+            cells = (_md(f["host"]), f["id"], _md(f["subject"]), _md(f["waiver"]["reason"]), f["waiver"]["expires"])
+            lines.append("| %s | %s | %s | %s | %s |" % cells)
+    throughput = [m for m in report.get("measurements") or [] if m["kind"] == "throughput"]
+    if throughput:
+        lines += ["", "## Measured throughput", "", "| host | peer | network | Gbit/s | expected | basis |",
+                  "|---|---|---|---|---|---|"]
+        for m in throughput:
+            lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                _md(m["host"]), _md(m["peer"]), _md(m["network"]),
+                "%.3g" % m["gbps"] if m["gbps"] is not None else "failed: %s" % _md(m["error"]),
+                "%.3g" % m["expected_gbps"] if m["expected_gbps"] is not None else "-", _md(m["basis"] or "")))
+    if report.get("cabling"):
+        lines += ["", "## Cabling (LLDP)", "", "| host | port | switch | switch port | VLANs | aggregation | max frame |",
+                  "|---|---|---|---|---|---|---|"]
+        for c in report["cabling"]:
+            lines.append("| %s |" % " | ".join(_md(cell) for cell in _cabling_cells(c, "-")))
+    lines += ["", "## Rules", ""]
+    for rule in report["rules"]:
+        lines += ["### %s %s (%s)" % (rule["id"], rule["title"], rule["severity"]), "", rule["description"], "",
+                  "Fix: " + rule["remediation"], ""]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""The report: its structure (report.json's schema), findings grouped, and the one line a finding prints as."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import SEVERITY_RANK
+
+REPORT_SCHEMA_VERSION = 1
+
+
+LINE_WIDTH = 280  # the longest console line of a finding (printed, with its indent, under 300); reports: full text
+
+
+ELLIPSIS = "\u2026"
+
+
+def clip(text, width=LINE_WIDTH):
+    """``text`` on one line (runs of whitespace, newlines included, become one space), cut to ``width`` characters
+    with an ellipsis when longer."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[:max(width - 1, 0)].rstrip() + ELLIPSIS
+
+
+def finding_line(finding, width=LINE_WIDTH):
+    """One console line for a finding: ``[severity] host RULE subject: message``, at most ``width`` characters."""
+    return clip("[%s] %s %s %s: %s" % (finding["severity"], finding["host"] or "inventory", finding["id"],
+                                       finding["subject"], finding["message"]), width)
+
+
+def finding_lines(report, width=LINE_WIDTH):
+    """One line per finding not waived, in the report's order (most severe first, then host, rule, subject)."""
+    return [finding_line(f, width) for f in report["findings"] if not f.get("waived")]
+
+
+def group_findings(findings):
+    """Findings not waived, grouped by (severity, host, rule) in the report's order: [{"severity", "host", "id",
+    "title", "remediation", "findings": [...]}]; a rule that fires on many subjects of one host is one group."""
+    groups, index = [], {}
+    for f in findings:
+        if f.get("waived"):
+            continue
+        key = (f["severity"], f["host"], f["id"])
+        if key not in index:
+            index[key] = dict(severity=f["severity"], host=f["host"], id=f["id"], title=f.get("title"),
+                              remediation=f.get("remediation"), findings=[])
+            groups.append(index[key])
+        index[key]["findings"].append(f)
+    return groups
+
+
+def worst_severity(host):
+    """A host row's worst active severity: fail, warn, info, ``ok`` (audited, nothing found) or ``unknown``
+    (unreachable or failed: not audited)."""
+    if host["status"] != "audited":
+        return "unknown"
+    return next((sev for sev in ("fail", "warn", "info") if host["counts"][sev]), "ok")
+
+
+def hosts_by_failures(report):
+    """The report's host rows, most fail findings first, then by name."""
+    return sorted(report["hosts"], key=lambda h: (-h["counts"]["fail"], h["name"]))
+
+
+def build_report(hosts, findings, outcomes, generated_at, collection_version=None, measurements=None, cabling=None):
+    """``hosts``: {name: {"status": audited|unreachable|failed, "reason": str|None}};
+    ``outcomes``: {host: {rule id: (status, reason)}} for audited hosts, inventory rules under "inventory";
+    ``measurements``: what the probes measured (see _audit.measurements), listed whether or not they are findings."""
+    findings = sorted(findings, key=lambda f: (SEVERITY_RANK[f["severity"]], f["host"] or "", f["id"],
+                                               str(f["subject"])))
+    active = [f for f in findings if not f.get("waived")]
+    counts = dict((name, {"fail": 0, "warn": 0, "info": 0, "waived": 0}) for name in hosts)
+    for f in findings:
+        if f["host"] in counts:
+            counts[f["host"]]["waived" if f.get("waived") else f["severity"]] += 1
+    host_rows = []
+    for name in sorted(hosts):
+        mine = counts[name]
+        host_rows.append({
+            "name": name,
+            "status": hosts[name]["status"],
+            "reason": hosts[name].get("reason"),
+            # what the readers could not read or did not believe (a FIFO, an absurd number): bounded by the readers
+            "facts_warnings": list(hosts[name].get("facts_warnings") or []),
+            "counts": {"fail": mine["fail"], "warn": mine["warn"], "info": mine["info"]},
+            "waived": mine["waived"],
+        })
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "generated_at": generated_at,
+        "tool": {"name": "gpuops.fabric", "version": collection_version},
+        "summary": {
+            "hosts": len(hosts),
+            "audited": sum(1 for h in hosts.values() if h["status"] == "audited"),
+            "unreachable": sum(1 for h in hosts.values() if h["status"] == "unreachable"),
+            "failed": sum(1 for h in hosts.values() if h["status"] == "failed"),
+            "findings": dict((sev, sum(1 for f in active if f["severity"] == sev)) for sev in ("fail", "warn", "info")),
+            "waived": len(findings) - len(active),
+        },
+        "hosts": host_rows,
+        "rules": [dict((k, getattr(r, k)) for k in ("id", "title", "severity", "description", "remediation", "scope"))
+                  for r in sorted(CATALOG.values(), key=lambda r: r.id)],
+        "findings": findings,
+        "outcomes": dict((host, dict((rid, {"status": st, "reason": why}) for rid, (st, why) in sorted(out.items())))
+                         for host, out in sorted(outcomes.items())),
+        "measurements": measurements or [],
+        "cabling": cabling or [],
+    }

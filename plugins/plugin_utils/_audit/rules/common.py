@@ -1,0 +1,34 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""Helpers that several rule families use."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import (
+    ports_under,
+)
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable
+
+def _gbps(mbps):
+    return mbps / 1000.0 if mbps else None
+
+
+def _ports_of(facts, device):
+    """The NIC facts of the ports a device's traffic leaves on, by name: a VLAN's parent's, a bond's members, or
+    the device itself (virtual ports too: a veth has LLDP neighbours)."""
+    return sorted(ports_under(facts, device, physical_only=False), key=lambda nic: nic["name"])
+
+
+def _attached(ctx):
+    """[(network name, network, device)] for networks this host attaches (fabric_attachments)."""
+    networks = ctx.expect.get("networks") or {}
+    attachments = ctx.expect.get("attachments") or {}
+    found = [(name, networks[name], attachments[name]) for name in sorted(attachments) if name in networks]
+    if not found:
+        raise NotApplicable("no network of fabric_networks is attached here (fabric_attachments)")
+    return found

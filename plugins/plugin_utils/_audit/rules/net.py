@@ -1,0 +1,255 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""Rule family NET: interface speed, carrier, MTU, consistency across hosts, addresses and networks."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import fnmatch
+from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import (
+    base_interface,
+)
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule, inventory_rule
+
+# ---- expectations helpers ---------------------------------------------------------------------------
+_MATCHES = {}
+
+
+def _matches(name, pattern):
+    key = (name, pattern)
+    if key not in _MATCHES:
+        if len(_MATCHES) > 100000:
+            _MATCHES.clear()
+        _MATCHES[key] = fnmatch.fnmatchcase(name, pattern)
+    return _MATCHES[key]
+
+
+def expected_nic(expect, name):
+    """The first expectation entry whose name pattern matches the interface, or None."""
+    for entry in expect.get("nics") or ():
+        if _matches(name, entry["name"]):
+            return entry
+    return None
+
+
+# ---- network ----------------------------------------------------------------------------------------
+@host_rule(
+    "NET-001", "Link slower than expected", "fail",
+    """A port that negotiated below its expected speed (25G at 10G, 100G at 40G) caps every flow through it.
+    Auto-negotiation against a wrong cable or a switch port configured lower is the usual cause.""",
+    """Check the cable/transceiver and the switch port speed; `ethtool <if>` shows what was negotiated and
+    what both ends advertise.""")
+def net_speed(ctx):
+    ctx.need("nics")
+    if not ctx.expect.get("nics"):
+        raise NotApplicable("no fabric_expectations.nics")
+    for nic in ctx.facts["nics"]:
+        entry = expected_nic(ctx.expect, nic["name"])
+        if entry is None or not entry.get("speed_mbps"):
+            continue
+        if nic["speed_mbps"] is None:
+            continue  # link down: NET-003 reports it
+        if nic["speed_mbps"] < entry["speed_mbps"]:
+            message = "%s runs at %d Mb/s, expected %d Mb/s" % (nic["name"], nic["speed_mbps"], entry["speed_mbps"])
+            ctx.finding(nic["name"], message,
+                        {"speed_mbps": nic["speed_mbps"], "expected_speed_mbps": entry["speed_mbps"]})
+
+
+@host_rule(
+    "NET-003", "Link down", "fail",
+    """An expected interface without carrier carries nothing; a bond runs degraded, a network is cut off.""",
+    """Check the cable, transceiver and the switch port (admin state, errdisable), then `ip link show`.""")
+def net_carrier(ctx):
+    ctx.need("nics")
+    for nic in ctx.facts["nics"]:
+        if nic["kind"] not in ("physical", "bond", "vlan", "ipoib"):
+            continue
+        down = nic["carrier"] is False or nic["operstate"] in ("down", "lowerlayerdown")
+        if not down:
+            continue
+        expected = expected_nic(ctx.expect, nic["name"]) is not None or nic.get("bond_master")
+        ctx.finding(nic["name"], "%s is %s (no carrier)%s" % (
+            nic["name"], nic["operstate"] or "down", "" if expected else "; not an expected interface"),
+            {"operstate": nic["operstate"], "carrier": nic["carrier"]}, severity=None if expected else "info")
+
+
+@host_rule(
+    "NET-004", "MTU differs from the expected MTU", "fail",
+    """Jumbo frames only help when every hop carries them: an interface left at 1500 on a 9000 network
+    fragments or drops large frames (TCP falls back to small segments, RDMA fails outright).""",
+    """Set the MTU on the interface and on everything it rides on (bond, parent), persistently in the
+    network configuration; check the switch ports carry the same frame size.""")
+def net_mtu(ctx):
+    ctx.need("nics")
+    if not ctx.expect.get("nics"):
+        raise NotApplicable("no fabric_expectations.nics")
+    for nic in ctx.facts["nics"]:
+        entry = expected_nic(ctx.expect, nic["name"])
+        if entry is None or not entry.get("mtu") or nic["mtu"] is None:
+            continue
+        if nic["mtu"] != entry["mtu"]:
+            ctx.finding(nic["name"], "%s has MTU %d, expected %d" % (nic["name"], nic["mtu"], entry["mtu"]),
+                        {"mtu": nic["mtu"], "expected_mtu": entry["mtu"]})
+
+
+@host_rule(
+    "NET-005", "VLAN MTU above its parent's", "fail",
+    """A VLAN can never send frames larger than its parent (bond or port) carries; a 9000-byte VLAN on a
+    1500-byte bond is capped at 1500 and large frames are dropped.""",
+    """Raise the parent's MTU to at least the largest MTU of what rides on it (members, bond, then VLAN).""")
+def net_vlan_parent_mtu(ctx):
+    ctx.need("vlans", "nics")
+    mtu = dict((n["name"], n["mtu"]) for n in ctx.facts["nics"])
+    for vlan in ctx.facts["vlans"]:
+        parent = mtu.get(vlan["parent"])
+        if vlan["mtu"] and parent and vlan["mtu"] > parent:
+            ctx.finding(vlan["name"], "VLAN %s has MTU %d above its parent %s (%d)"
+                        % (vlan["name"], vlan["mtu"], vlan["parent"], parent),
+                        {"mtu": vlan["mtu"], "parent": vlan["parent"], "parent_mtu": parent})
+
+
+@inventory_rule(
+    "NET-002", "Speed or MTU differs across the inventory", "warn",
+    """Hosts on the same network should run the same link speed and MTU: one slower host slows every
+    collective it takes part in, and an MTU mismatch breaks large frames between some pairs only.""",
+    """Make the outliers match the rest (cable, switch port, network configuration).""")
+def net_consistency(ctx, hosts):
+    groups = {}
+    for host, (facts, expect) in hosts.items():
+        for nic in facts.get("nics") or []:
+            entry = expected_nic(expect, nic["name"])
+            if entry is not None:
+                groups.setdefault(entry["name"], []).append((host, nic))
+    if not groups:
+        raise NotApplicable("no fabric_expectations.nics on any host")
+    for pattern, members in sorted(groups.items()):
+        entry = [e for e in hosts[members[0][0]][1]["nics"] if e["name"] == pattern][0]
+        for field in ("mtu", "speed_mbps"):
+            if entry.get(field):
+                continue  # an expected value: NET-001 / NET-004 judge each host against it
+            values = {}
+            for host, nic in members:
+                if nic[field] is not None:
+                    values.setdefault(nic[field], []).append((host, nic["name"]))
+            if len(values) < 2:
+                continue
+            counts = sorted((len(v) for v in values.values()), reverse=True)
+            majority = max(values, key=lambda v: len(values[v])) if counts[0] > counts[1] else None
+            distribution = dict((str(k), len(v)) for k, v in sorted(values.items()))
+            for value, where in sorted(values.items()):
+                if value == majority:
+                    continue
+                for host, name in where:
+                    if majority is None:
+                        message = "%s %s is %s; %s interfaces differ across the inventory (%s)" % (
+                            name, field, value, pattern, ", ".join("%s on %d" % kv for kv in distribution.items()))
+                    else:
+                        message = "%s %s is %s where most %s interfaces have %s" % (
+                            name, field, value, pattern, majority)
+                    ctx.finding(name, message, {"field": field, "value": value, "majority": majority,
+                                                "pattern": pattern, "distribution": distribution}, host=host)
+
+
+# ---- addressing (network intent plus the addresses on the hosts) -------------------------------------
+def _interface_addresses(facts):
+    """[(interface, ip_interface)] of global addresses in the facts (not loopback, not link-local)."""
+    import ipaddress
+    found = []
+    for nic in facts.get("nics") or []:
+        for text in (nic.get("ipv4") or []) + (nic.get("ipv6") or []):
+            try:
+                address = ipaddress.ip_interface(text)
+            except ValueError:
+                continue
+            if not (address.ip.is_loopback or address.ip.is_link_local):
+                found.append((nic["name"], address))
+    return found
+
+
+@inventory_rule(
+    "NET-006", "Networks with overlapping subnets", "fail",
+    """Management, training and storage networks must not overlap: overlapping subnets make routing
+    ambiguous, so training traffic can leave through the management interface (or the reverse) and
+    firewall or QoS rules apply to the wrong traffic.""",
+    """Give each network its own subnet (fabric_networks.<name>.subnet) and renumber the hosts on it.""")
+def net_subnet_overlap(ctx, hosts):
+    seen = {}
+    for _host, (_facts, expect) in sorted(hosts.items()):
+        for name, net in (expect.get("networks") or {}).items():
+            for subnet in net["subnets"]:
+                seen[(name, str(subnet))] = subnet
+    if not seen:
+        raise NotApplicable("no fabric_networks in the inventory")
+    items = sorted(seen.items())
+    for i, ((name_a, text_a), net_a) in enumerate(items):
+        for (name_b, text_b), net_b in items[i + 1:]:
+            if name_a != name_b and net_a.version == net_b.version and net_a.overlaps(net_b):
+                ctx.finding("%s/%s" % (name_a, name_b), "networks %s (%s) and %s (%s) overlap"
+                            % (name_a, text_a, name_b, text_b), {name_a: text_a, name_b: text_b})
+
+
+@inventory_rule(
+    "NET-007", "Address used by more than one host", "fail",
+    """Two hosts with one address break whichever of them the switches learned last: connections reset,
+    NCCL bootstrap hangs on the wrong peer, and the fault moves around as ARP caches expire. With a network
+    intent only addresses in its networks count; without one, bridges and virtual interfaces are left out.""",
+    """Give each host its own address (fabric_addresses or the allocation file), then check with
+    `arping -D` before bringing the interface up.""")
+def net_duplicate_addresses(ctx, hosts):
+    owners = {}
+    for host, (facts, expect) in sorted(hosts.items()):
+        subnets = [s for net in (expect.get("networks") or {}).values() for s in net["subnets"]]
+        kinds = dict((n["name"], n["kind"]) for n in facts.get("nics") or [])
+        for iface, address in _interface_addresses(facts):
+            if subnets:
+                # With a network intent, only its networks count: NAT and container bridges (docker0,
+                # a hypervisor's user network) repeat the same private address on every host by design.
+                if not any(address.ip in subnet for subnet in subnets):
+                    continue
+            elif kinds.get(iface) in ("bridge", "virtual"):
+                continue
+            owners.setdefault(str(address.ip), []).append((host, iface))
+    if not owners:
+        raise NotApplicable("no host facts carry addresses (captures and XML sources have none)")
+    for ip, where in sorted(owners.items()):
+        distinct = sorted(set(host for host, _iface in where))
+        if len(distinct) > 1:
+            for host, iface in where:
+                ctx.finding(iface, "%s on %s is also used by %s" % (ip, iface, ", ".join(h for h in distinct if h != host)),
+                            {"address": ip, "hosts": distinct}, host=host)
+
+
+@host_rule(
+    "NET-008", "Training network on the management interface", "warn",
+    """Collective traffic on the management interface competes with SSH, monitoring and image pulls,
+    usually on a slower link, and a saturated training job can cut the node off from its controller.""",
+    """Attach the training network to its own interfaces or bond (fabric_attachments.training), or set
+    fabric_networks.<training>.allow_on_management: true where this is deliberate (small test clusters).""")
+def net_training_on_management(ctx):
+    networks = ctx.expect.get("networks") or {}
+    training = [(n, v) for n, v in networks.items() if v["role"] == "training"]
+    management = [(n, v) for n, v in networks.items() if v["role"] == "management"]
+    if not training or not management:
+        raise NotApplicable("fabric_networks names no training and management network")
+    attachments = ctx.expect.get("attachments") or {}
+    addresses = _interface_addresses(ctx.facts)
+    for mgmt_name, mgmt in management:
+        mgmt_ifaces = set(base_interface(ctx.facts, i) for i, a in addresses if any(a.ip in s for s in mgmt["subnets"]))
+        if attachments.get(mgmt_name):
+            mgmt_ifaces.add(base_interface(ctx.facts, attachments[mgmt_name]))
+        for name, net in training:
+            if net["allow_on_management"]:
+                continue
+            ifaces = set(base_interface(ctx.facts, i) for i, a in addresses if any(a.ip in s for s in net["subnets"]))
+            if attachments.get(name):
+                ifaces.add(base_interface(ctx.facts, attachments[name]))
+            shared = sorted(ifaces & mgmt_ifaces)
+            if shared:
+                ctx.finding(shared[0], "training network %s rides on %s, the management interface (%s)"
+                            % (name, shared[0], mgmt_name),
+                            {"training": name, "management": mgmt_name, "interfaces": shared,
+                             "attachments": dict((k, attachments.get(k)) for k in (name, mgmt_name))})

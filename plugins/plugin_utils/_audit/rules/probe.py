@@ -1,0 +1,187 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""Rule family PROBE: results of the active probes (ping, iperf3, nccl-tests)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule, inventory_rule
+
+# ---- probes (traffic between the hosts; opt-in) -----------------------------------------------------------------
+def _probes(ctx, key=None):
+    probes = ctx.expect.get("probes")
+    if not isinstance(probes, dict):
+        raise NotApplicable("no probes ran (opt in with fabric_probes_enabled: true or --tags probes)")
+    if key is not None and not isinstance(probes.get(key), list):
+        raise NotApplicable("the %s probe did not run" % key)
+    return probes
+
+
+def _pair(entry, host):
+    return "%s -> %s (%s)" % (host, entry.get("peer"), entry.get("network"))
+
+
+@inventory_rule(
+    "PROBE-001", "Full-size frames do not cross the path", "fail",
+    """A ping with the don't-fragment bit and the largest payload the network's MTU allows fails where small pings
+    pass: a hop on the path (this host, the peer, a switch port or the bond/VLAN under the address) has a smaller MTU.
+    TCP then stalls or falls back to small segments after path-MTU discovery times out, and NCCL connections hang or
+    crawl while every per-node check looks fine. A host that fails with every peer is the likely culprit; the
+    message names it.""",
+    """Compare `ip link` MTUs along the path (interface, VLAN, bond and its ports on both hosts) and the switch ports'
+    frame size with fabric_networks.<name>.mtu; run the network role to apply the intent.""")
+def probe_jumbo(ctx, hosts):
+    tried, failed = {}, []
+    ran = False
+    for host, (_facts, expect) in sorted(hosts.items()):
+        probes = expect.get("probes")
+        if not isinstance(probes, dict) or not isinstance(probes.get("jumbo"), list):
+            continue
+        ran = True
+        for entry in probes["jumbo"]:
+            peer = entry.get("peer")
+            for who in (host, peer):
+                tried[who] = tried.get(who, 0) + 1
+            if entry.get("status") in ("mtu", "loss"):
+                failed.append((host, entry))
+    if not ran:
+        raise NotApplicable("no jumbo probe ran (opt in with fabric_probes_enabled: true or --tags probes)")
+    blamed = {}
+    for host, entry in failed:
+        for who in (host, entry.get("peer")):
+            blamed[who] = blamed.get(who, 0) + 1
+    culprits = sorted(h for h, n in blamed.items() if n == tried.get(h) and n > 1)
+    for host, entry in failed:
+        jumbo = entry.get("jumbo") or {}
+        if entry["status"] == "loss":
+            what = "%s of %s full-size pings were lost" % ((jumbo.get("sent") or 0) - (jumbo.get("received") or 0),
+                                                           jumbo.get("sent"))
+        elif jumbo.get("local_error"):
+            what = "this host refuses to send them (%s)" % jumbo["local_error"]
+        else:
+            what = "they get no answer while small pings do"
+        low = ["%s's %s has MTU %s" % (who, iface, mtu) for who, iface, mtu in (
+            (host, entry.get("interface"), entry.get("interface_mtu")),
+            (entry.get("peer"), entry.get("peer_interface"), entry.get("peer_mtu")))
+            if iface and isinstance(mtu, int) and isinstance(entry.get("mtu"), int) and mtu < entry["mtu"]]
+        if low:
+            what += " (%s)" % ", ".join(low)
+        suspects = [c for c in culprits if c in (host, entry.get("peer"))]
+        message = "%d-byte pings with don't-fragment (MTU %s) from %s %s to %s %s on %s: %s" % (
+            entry.get("payload") or 0, entry.get("mtu"), host, entry.get("source") or "", entry.get("peer"),
+            entry.get("address"), entry.get("network"), what)
+        if suspects:
+            message += "; %s fails with every peer" % " and ".join(suspects)
+        ctx.finding(_pair(entry, host), message, dict(entry, suspects=suspects), host=host,
+                    severity="warn" if entry["status"] == "loss" else None)
+
+
+@host_rule(
+    "PROBE-002", "Peer unreachable on the network", "fail",
+    """Even small pings from this host to a peer's address on the network get no answer: the peer's interface is
+    down or unaddressed, a VLAN is missing on a switch port, or a firewall drops ICMP. Collective traffic between these
+    two nodes cannot flow on this network.""",
+    """Check both hosts' interface and address on the network (`ip -br addr`), the VLAN on the switch ports, and
+    firewall rules; then probe again.""")
+def probe_unreachable(ctx):
+    probes = _probes(ctx, "jumbo")
+    for entry in probes["jumbo"]:
+        if entry.get("status") == "unreachable":
+            ctx.finding(_pair(entry, ctx.host), "%s cannot reach %s at %s on %s, not even with small pings" % (
+                ctx.host, entry.get("peer"), entry.get("address"), entry.get("network")), entry)
+
+
+@host_rule(
+    "PROBE-003", "TCP goodput below what the link gives", "fail",
+    """iperf3 between two nodes measured less than the configured fraction of the goodput the bandwidth model
+    expects for the link speed and MTU (a 10GbE link at MTU 9000 gives about 9.90 Gbit/s of TCP payload, at 1500
+    about 9.41). iperf looking normal is not enough: the number must match the link. Typical causes are a port
+    negotiated down, a bad cable or optic with retransmits, a bond carrying everything on one leg, a shaper or a
+    congested uplink. Without a known link speed the measurement is shown as information.""",
+    """Check both ends' negotiated speed (`ethtool`), error counters and retransmits, the switch port and uplink;
+    set fabric_networks.<name>.speed_mbps to the speed the network is built for.""")
+def probe_throughput(ctx):
+    probes = _probes(ctx, "throughput")
+    for entry in probes["throughput"]:
+        gbps, expected = entry.get("gbps"), entry.get("expected_gbps")
+        if gbps is None:
+            continue  # PROBE-004
+        fraction = entry.get("min_fraction") or 0.8
+        evidence = dict((k, entry.get(k)) for k in ("peer", "network", "bind", "server", "gbps", "expected_gbps",
+                                                    "min_fraction", "basis", "retransmits", "speed_mbps", "mtu"))
+        if expected is None:
+            ctx.finding(_pair(entry, ctx.host), "%s -> %s on %s: %.3g Gbit/s measured; %s, not judged" % (
+                ctx.host, entry.get("peer"), entry.get("network"), gbps, entry.get("basis") or "no expectation"),
+                evidence, severity="info")
+        elif gbps < fraction * expected:
+            ctx.finding(_pair(entry, ctx.host), "%s -> %s on %s: %.3g Gbit/s, %d%% of the %.3g Gbit/s expected (%s); "
+                        "below %d%%%s" % (ctx.host, entry.get("peer"), entry.get("network"), gbps,
+                                          round(100.0 * gbps / expected), expected, entry.get("basis"),
+                                          round(100 * fraction),
+                                          ", %s retransmits" % entry["retransmits"] if entry.get("retransmits") else ""),
+                        evidence)
+
+
+@host_rule(
+    "PROBE-004", "Probe could not run", "warn",
+    """A probe this run asked for did not produce a measurement: the host has no address on a network it is attached
+    to, ping or iperf3 is missing, an iperf3 server could not start (the port is taken) or a measurement failed.
+    The path it should have checked is unverified.""",
+    """Install iputils-ping and iperf3 on the nodes, free the probe port (fabric_probe_port) or pick another, and
+    check the addresses on the network; then probe again.""")
+def probe_errors(ctx):
+    probes = _probes(ctx)
+    for text in probes.get("missing") or []:
+        ctx.finding("probes", text, {"missing": text})
+    if probes.get("jumbo_error"):
+        ctx.finding("path_probe", "full-size pings did not run: %s" % probes["jumbo_error"],
+                    {"error": probes["jumbo_error"]})
+    for entry in probes.get("jumbo") or []:
+        if entry.get("status") == "error":
+            ctx.finding(_pair(entry, ctx.host), "ping to %s on %s did not run: %s" % (
+                entry.get("peer"), entry.get("network"),
+                entry.get("error") or (entry.get("jumbo") or {}).get("output") or "no output"), entry)
+    for entry in probes.get("server_errors") or []:
+        message = "iperf3 server for %s on %s did not start: %s" % (entry.get("peer"), entry.get("network"),
+                                                                    entry.get("error"))
+        ctx.finding("iperf3 server %s:%s" % (entry.get("bind"), entry.get("port")), message, entry)
+    for entry in probes.get("throughput") or []:
+        if entry.get("gbps") is None:
+            ctx.finding(_pair(entry, ctx.host), "iperf3 from %s to %s on %s failed: %s" % (
+                ctx.host, entry.get("peer"), entry.get("network"), entry.get("error")), entry)
+
+
+@host_rule(
+    "PROBE-005", "NCCL all-reduce not measured or below expectation", "warn",
+    """Where nccl-tests is installed, all_reduce_perf shows what NCCL reaches over the paths the other checks looked
+    at. Not installed is information only. With fabric_nccl_tests_expected_busbw set, a peak bus bandwidth below the
+    configured fraction of it is a warning; a run that produced no table is a warning too.""",
+    """Install nccl-tests (github.com/NVIDIA/nccl-tests) to measure; compare NCCL_DEBUG=INFO output with the
+    interfaces and HCAs the nccl role chose.""")
+def probe_nccl(ctx):
+    probes = _probes(ctx)
+    result = probes.get("nccl")
+    if not isinstance(result, dict) or result.get("skipped") or "installed" not in result:
+        raise NotApplicable("nccl-tests did not run on this host")
+    if not result.get("installed"):
+        ctx.finding("nccl-tests", result.get("msg") or "nccl-tests is not installed: NCCL not measured",
+                    {"installed": False}, severity="info")
+        return
+    scope = "across nodes" if probes.get("nccl_scope") == "launcher" else "on this node"
+    if result.get("error") or not result.get("rows"):
+        ctx.finding("nccl-tests", "all_reduce_perf %s gave no result: %s" % (scope, result.get("error")),
+                    {"command": result.get("command"), "error": result.get("error")})
+        return
+    expected = probes.get("nccl_expected_busbw")
+    fraction = probes.get("min_fraction") or 0.8
+    peak = result.get("max_busbw")
+    if expected and peak is not None and peak < fraction * float(expected):
+        ctx.finding("nccl-tests", "all_reduce_perf %s peaks at %.3g GB/s bus bandwidth, %d%% of the %.3g GB/s "
+                    "expected (below %d%%)" % (scope, peak, round(100.0 * peak / float(expected)), float(expected),
+                                               round(100 * fraction)),
+                    {"max_busbw": peak, "avg_busbw": result.get("avg_busbw"), "expected_busbw": expected,
+                     "rows": [(r["bytes"], r["busbw"]) for r in result["rows"]]})

@@ -1,0 +1,156 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""An audit from the inventory's point of view: validate policy, evaluate every rule, apply waivers."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import (
+    apply_waivers, read_cabling, read_networks, validate_expectations, validate_waiver_horizon, validate_waivers,
+    waiver_warnings,
+)
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import build_report
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import evaluate_host, evaluate_inventory
+
+HOST_STATES = ("audited", "unreachable", "failed")
+
+
+def validate_inputs(inputs):
+    """``inputs``: {host: {"expectations": raw, "waivers": raw, ...}}.
+
+    Returns ({host: (expectations, waivers)}, errors). Each error starts with the host it was found on;
+    an error shared by many hosts (a group variable) is listed once with the first few host names.
+    """
+    normalized, seen = {}, {}
+    for host in sorted(inputs):
+        expect, errors = validate_expectations(inputs[host].get("expectations"))
+        waivers, waiver_errors = validate_waivers(inputs[host].get("waivers"))
+        networks, network_errors = read_networks(inputs[host].get("networks"))
+        cabling, cabling_errors = read_cabling(inputs[host].get("cabling"))
+        network_errors += cabling_errors
+        horizon, horizon_errors = validate_waiver_horizon(inputs[host].get("waiver_horizon_days"))
+        waiver_errors += horizon_errors
+        attachments = inputs[host].get("attachments")
+        if attachments is not None and not isinstance(attachments, dict):
+            network_errors.append("fabric_attachments: expected a mapping of network to device, got %r" % attachments)
+            attachments = None
+        expect = dict(expect, networks=networks, attachments=attachments or {}, drift=inputs[host].get("drift"),
+                      nccl_drift=inputs[host].get("nccl_drift"), nccl_mode=inputs[host].get("nccl_mode"),
+                      probes=inputs[host].get("probes"), cabling=cabling)
+        normalized[host] = (expect, waivers, horizon)
+        for error in errors + waiver_errors + network_errors:
+            seen.setdefault(error, []).append(host)
+    messages = []
+    for error, hosts in sorted(seen.items()):
+        named = ", ".join(hosts[:3]) + (" and %d more" % (len(hosts) - 3) if len(hosts) > 3 else "")
+        messages.append("%s (host %s)" % (error, named))
+    return normalized, messages
+
+
+def policy_warnings(normalized, today):
+    """Legal policy that is likely a mistake: waivers that waive nothing, or that expire beyond the horizon."""
+    return waiver_warnings(dict((h, normalized[h][1]) for h in normalized), today,
+                           dict((h, normalized[h][2]) for h in normalized))
+
+
+def run_audit(inputs, today, generated_at, version=None):
+    """``inputs``: {host: {"facts", "expectations", "waivers", "status", "reason"}}. Returns (report, errors); the
+    report's ``policy_warnings`` lists what policy_warnings found."""
+    normalized, errors = validate_inputs(inputs)
+    if errors:
+        return None, errors
+    findings, outcomes, hosts, audited = [], {}, {}, {}
+    for host in sorted(inputs):
+        item = inputs[host]
+        status = item.get("status") or ("audited" if item.get("facts") else "failed")
+        facts = item.get("facts")
+        if status == "audited" and not facts:
+            status, item = "failed", dict(item, reason=item.get("reason") or "no gpuops_fabric facts")
+        hosts[host] = {"status": status, "reason": item.get("reason"),
+                       "facts_warnings": [str(w) for w in (facts or {}).get("warnings") or []]
+                       if isinstance(facts, dict) else []}
+        if status != "audited":
+            continue
+        expect = normalized[host][0]
+        host_findings, host_outcomes = evaluate_host(host, facts, expect)
+        findings.extend(host_findings)
+        outcomes[host] = host_outcomes
+        audited[host] = (facts, expect)
+    if audited:
+        inventory_findings, outcomes["inventory"] = evaluate_inventory(audited)
+        findings.extend(inventory_findings)
+    apply_waivers(findings, dict((h, normalized[h][1]) for h in normalized), today)
+    report = build_report(hosts, findings, outcomes, generated_at, version,
+                          measurements(dict((h, normalized[h][0]) for h in audited)),
+                          cabling(dict((h, audited[h][0]) for h in audited)))
+    report["policy_warnings"] = policy_warnings(normalized, today)
+    return report, []
+
+
+def cabling(facts_by_host):
+    """Node port to switch port, from each host's LLDP facts: [{host, port, switch, switch_port, vlans, aggregation,
+    mfs}], one row per neighbour."""
+    rows = []
+    for host in sorted(facts_by_host):
+        lldp = (facts_by_host[host] or {}).get("lldp") or {}
+        for port, neighbours in sorted((lldp.get("ports") or {}).items()):
+            for n in neighbours:
+                rows.append({"host": host, "port": port, "switch": n.get("chassis_name") or n.get("chassis_id"),
+                             "switch_port": n.get("port_descr") or n.get("port_id"),
+                             "vlans": [v["id"] for v in n.get("vlans") or []],
+                             "aggregation": (n.get("aggregation") or {}).get("port_id"), "mfs": n.get("mfs")})
+    return rows
+
+
+def measurements(expects):
+    """What the probes measured, per host: throughput pairs, full-size ping pairs, nccl-tests peaks."""
+    rows = []
+    for host in sorted(expects):
+        probes = expects[host].get("probes")
+        if not isinstance(probes, dict):
+            continue
+        for entry in probes.get("throughput") or []:
+            rows.append({"host": host, "kind": "throughput", "peer": entry.get("peer"), "network": entry.get("network"),
+                         "gbps": entry.get("gbps"), "expected_gbps": entry.get("expected_gbps"),
+                         "basis": entry.get("basis"), "retransmits": entry.get("retransmits"),
+                         "error": entry.get("error")})
+        for entry in probes.get("jumbo") or []:
+            rows.append({"host": host, "kind": "jumbo", "peer": entry.get("peer"), "network": entry.get("network"),
+                         "payload": entry.get("payload"), "mtu": entry.get("mtu"), "status": entry.get("status")})
+        nccl = probes.get("nccl")
+        if isinstance(nccl, dict) and nccl.get("installed") and nccl.get("rows"):
+            rows.append({"host": host, "kind": "nccl", "scope": probes.get("nccl_scope"),
+                         "max_busbw": nccl.get("max_busbw"), "avg_busbw": nccl.get("avg_busbw")})
+    return rows
+
+
+def exceeds_policy(report, fail_on):
+    """Whether the report should fail the run: ``fail`` (default), ``warn`` or ``never``."""
+    counts = report["summary"]["findings"]
+    if fail_on == "never":
+        return False
+    if fail_on == "warn":
+        return counts["fail"] + counts["warn"] > 0
+    return counts["fail"] > 0
+
+
+def failure_message(report, fail_on, report_dir, files=()):
+    """The one line a failing audit ends with: the policy, what remains (its rule ids, the first three) and where the
+    reports are; the findings themselves are in the lines printed before it and in the reports."""
+    counts = report["summary"]["findings"]
+    judged = ("fail", "warn") if fail_on == "warn" else ("fail",)
+    remaining = [f for f in report["findings"] if f["severity"] in judged and not f.get("waived")]
+    rules = sorted(set(f["id"] for f in remaining))
+    shown = ", ".join(rules[:3]) + (" +%d more" % (len(rules) - 3) if len(rules) > 3 else "")
+    names = [os.path.basename(f) for f in files] or ["report.json", "report.md", "junit.xml", "report.html"]
+    preferred = ("report.html", "report.md", "report.json", "junit.xml")
+    names.sort(key=lambda n: preferred.index(n) if n in preferred else len(preferred))
+    hosts = len(set(f["host"] for f in remaining if f["host"]))
+    return "audit failed (fail_on=%s): %d fail, %d warn finding(s) on %d host(s)%s; reports: %s%s" % (
+        fail_on, counts["fail"], counts["warn"], hosts, " (%s)" % shown if shown else "",
+        os.path.join(report_dir, names[0]), "".join(", " + n for n in names[1:]))

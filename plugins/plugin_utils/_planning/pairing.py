@@ -1,0 +1,210 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""Probe plans: which hosts test which, in rounds of disjoint pairs, so every pair in a round can run at once
+without two probes sharing an endpoint.
+
+- ``all_pairs``: every pair exactly once (the circle method: n - 1 rounds of n / 2 pairs; n rounds when n is odd).
+  For small inventories.
+- ``bounded``: a fixed number of rounds for any inventory size that still covers every host and, when hosts carry
+  the switch they hang off, every switch: neighbours in switch order both ways (each host's own link, mostly below
+  its own switch), then each host against the one half the inventory away (across switches: the uplinks), and two
+  one-pair rounds for the host an odd count leaves out. Directed for throughput: in each pair the first host is the
+  client, the second the server; every host is both at least once."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ipaddress
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ethernet_goodput
+from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import nic_by_name, ports_under
+
+def all_pairs(hosts):
+    """Rounds of disjoint pairs covering every unordered pair exactly once."""
+    ring = sorted(hosts)
+    if len(ring) < 2:
+        return []
+    if len(ring) % 2:
+        ring.append(None)
+    n = len(ring)
+    fixed, rest = ring[0], ring[1:]
+    rounds = []
+    served, driven = {}, {}
+    for _number in range(n - 1):
+        line = [fixed] + rest
+        pairs = []
+        for a, b in ((line[i], line[n - 1 - i]) for i in range(n // 2)):
+            if a is None or b is None:
+                continue
+            # the host that has served least serves (then the one that has driven most): with 3 or more hosts
+            # every host is a server somewhere
+            server = min((a, b), key=lambda h: (served.get(h, 0), -driven.get(h, 0), h))
+            client = b if server == a else a
+            served[server] = served.get(server, 0) + 1
+            driven[client] = driven.get(client, 0) + 1
+            pairs.append((client, server))
+        rounds.append(pairs)
+        rest = rest[-1:] + rest[:-1]
+    return rounds
+
+
+def _ordered(hosts, switch_of):
+    switch_of = switch_of or {}
+    return sorted(hosts, key=lambda h: (str(switch_of.get(h, "")), h))
+
+
+def bounded(hosts, switch_of=None):
+    """Three rounds (five with an odd count) of disjoint (client, server) pairs: every host a client and a server,
+    and, when there is more than one switch, pairs across switches that leave no switch out."""
+    order = _ordered(hosts, switch_of)
+    n = len(order)
+    if n < 2:
+        return []
+    # 1 and 2: neighbours in switch order, both ways (0->1, 2->3, ... then 1->0, 3->2, ...): each host's own link,
+    # mostly below its own switch, measured in each direction
+    forth = [(order[i], order[i + 1]) for i in range(0, n - 1, 2)]
+    rounds = [forth, [(b, a) for a, b in forth]]
+    # 3: each host against the one half the inventory away in switch order: across switches, over the uplinks
+    half = n // 2
+    rounds.append([(order[i + half], order[i]) for i in range(half)])
+    # 4 and 5: an odd count leaves the last host out of rounds 1 to 3; it serves, then drives
+    if n % 2:
+        rounds.append([(order[0], order[-1])])
+        rounds.append([(order[-1], order[1])])
+    return rounds
+
+
+def plan(hosts, switch_of=None, all_pairs_max=32):
+    """The plan for an inventory: all pairs up to ``all_pairs_max`` hosts, else the bounded plan."""
+    hosts = sorted(set(str(h) for h in hosts))
+    kind = "all_pairs" if len(hosts) <= all_pairs_max else "bounded"
+    rounds = all_pairs(hosts) if kind == "all_pairs" else bounded(hosts, switch_of)
+    return {"kind": kind, "hosts": len(hosts), "rounds": rounds,
+            "pairs": sum(len(r) for r in rounds), "max_pairs_per_round": max([len(r) for r in rounds] or [0])}
+
+
+def coverage(rounds, hosts, switch_of=None):
+    """What a plan covers: hosts never in a pair, hosts never serving, switches no pair crosses out of."""
+    seen, served, crossing = set(), set(), set()
+    switch_of = switch_of or {}
+    for pairs in rounds:
+        for client, server in pairs:
+            seen.update((client, server))
+            served.add(server)
+            a, b = switch_of.get(client), switch_of.get(server)
+            if a is not None and b is not None and a != b:
+                crossing.update((a, b))
+    switches = set(v for h, v in switch_of.items() if h in set(hosts))
+    return {"unseen": sorted(set(hosts) - seen), "never_served": sorted(set(hosts) - served),
+            "switches_not_crossed": sorted(switches - crossing) if len(switches) > 1 else []}
+
+
+# ---- probe targets from facts and intent ------------------------------------------------------------------
+def _address_on(facts, network):
+    """(interface, ip) of this host's address in the network's subnet (IPv4 first), or (None, None)."""
+    for key, subnet in (("ipv4", network.get("subnet")), ("ipv6", network.get("subnet6"))):
+        if subnet is None:
+            continue
+        subnet = ipaddress.ip_network(str(subnet), strict=False)
+        for nic in facts.get("nics") or []:
+            for text in nic.get(key) or []:
+                try:
+                    address = ipaddress.ip_interface(text)
+                except ValueError:
+                    continue
+                if address.ip in subnet:
+                    return nic["name"], address.ip
+    return None, None
+
+
+def _flow_speed(facts, iface):
+    """Mbit/s one TCP flow can reach through ``iface``: the slowest port under it (a flow rides one bond leg), or
+    the interface's own speed when it has no physical port (veth, virtio without PCI address)."""
+    speeds = [p.get("speed_mbps") for p in ports_under(facts, iface) if (p.get("speed_mbps") or 0) > 0]
+    if speeds:
+        return min(speeds)
+    nic = nic_by_name(facts, iface) or {}
+    return nic.get("speed_mbps") if (nic.get("speed_mbps") or 0) > 0 else None
+
+
+def _mtu(network, facts, iface):
+    if network.get("mtu"):
+        return network["mtu"], "fabric_networks.%s.mtu" % network["name"]
+    mtu = (nic_by_name(facts, iface) or {}).get("mtu")
+    return (mtu, "%s's MTU" % iface) if mtu else (1500, "default")
+
+
+def _iface_mtu(facts, iface):
+    return (nic_by_name(facts, iface) or {}).get("mtu")
+
+
+def targets(inputs, throughput_roles=("training", "storage"), networks=None, all_pairs_max=32, port=5201,
+            min_fraction=0.8):
+    """Probe targets for an inventory.
+
+    ``inputs``: {host: {"facts": gpuops_fabric facts, "networks": {name: validated network}, "attachments": {},
+    "switch": optional switch name}}. ``networks``: the names to probe (default all).
+
+    Returns {"jumbo": {host: [target]}, "throughput": [round: {host: entry}], "missing": {host: [text]},
+    "plans": {network: plan summary}}. A throughput round pairs hosts on one network; in each pair the client entry
+    carries the expected goodput of the bandwidth model (Gbit/s) and its basis.
+    """
+    defined = {}
+    for host in sorted(inputs):
+        for name, net in sorted((inputs[host].get("networks") or {}).items()):
+            defined.setdefault(name, net)
+    wanted = sorted(defined) if networks is None else [n for n in networks if n in defined]
+    jumbo, rounds, missing, plans = {}, [], {}, {}
+    for name in wanted:
+        network = dict(defined[name], name=name)
+        where = {}
+        for host in sorted(inputs):
+            facts = inputs[host].get("facts") or {}
+            iface, ip = _address_on(facts, network)
+            if ip is not None:
+                where[host] = (iface, ip)
+            elif name in (inputs[host].get("attachments") or {}):
+                missing.setdefault(host, []).append(
+                    "not probed on %s: no address in %s on this host" % (
+                        name, network.get("subnet") or network.get("subnet6")))
+        switch_of = dict((h, inputs[h].get("switch")) for h in where if inputs[h].get("switch"))
+        chosen = plan(list(where), switch_of, all_pairs_max)
+        plans[name] = {"kind": chosen["kind"], "hosts": chosen["hosts"], "rounds": len(chosen["rounds"]),
+                       "pairs": chosen["pairs"], "max_pairs_per_round": chosen["max_pairs_per_round"]}
+        for pairs in chosen["rounds"]:
+            for client, server in pairs:
+                mtu, _basis = _mtu(network, inputs[client]["facts"], where[client][0])
+                jumbo.setdefault(client, []).append({
+                    "peer": server, "address": str(where[server][1]), "network": name, "mtu": mtu,
+                    "source": str(where[client][1]),
+                    "interface": where[client][0], "interface_mtu": _iface_mtu(inputs[client]["facts"], where[client][0]),
+                    "peer_interface": where[server][0],
+                    "peer_mtu": _iface_mtu(inputs[server]["facts"], where[server][0])})
+        if network.get("role", name) not in throughput_roles:
+            continue
+        for pairs in chosen["rounds"]:
+            entries = {}
+            for client, server in pairs:
+                (c_iface, c_ip), (s_iface, s_ip) = where[client], where[server]
+                c_facts, s_facts = inputs[client]["facts"], inputs[server]["facts"]
+                mtu, mtu_basis = _mtu(network, c_facts, c_iface)
+                if network.get("speed_mbps"):
+                    speed, basis = network["speed_mbps"], "fabric_networks.%s.speed_mbps" % name
+                else:
+                    speeds = [s for s in (_flow_speed(c_facts, c_iface), _flow_speed(s_facts, s_iface)) if s]
+                    speed, basis = (min(speeds), "link speed") if len(speeds) == 2 else (None, "link speed unknown")
+                expected = (round(ethernet_goodput(speed, mtu, vlan=bool(network.get("vlan")), ipv6=c_ip.version == 6),
+                                  3) if speed else None)
+                entries[server] = {"role": "server", "bind": str(s_ip), "port": port, "network": name,
+                                   "peer": client}
+                entries[client] = {"role": "client", "bind": str(c_ip), "server": str(s_ip), "port": port,
+                                   "network": name, "peer": server, "speed_mbps": speed, "mtu": mtu,
+                                   "expected_gbps": expected, "min_fraction": min_fraction,
+                                   "basis": "%s: %s Mb/s at MTU %s (%s)" % (basis, speed, mtu, mtu_basis)
+                                   if speed else basis}
+            if entries:
+                rounds.append(entries)
+    return {"jumbo": jumbo, "throughput": rounds, "missing": missing, "plans": plans}
