@@ -2,8 +2,9 @@
 `ansible -m setup` on the same 64 hosts.
 
 Prints times and ratios; asserts nothing. Rule evaluation and report rendering are printed as ratios to a JSON
-round trip of the same inputs, so a figure from a loaded machine compares with one from an idle machine. Targets from the issue: rules over 10,000 hosts under 2 s on
-a 2-core machine; the 64-host audit at most 1.5x the setup run, with at most 3 module round trips per host.
+round trip of the same inputs, so a figure from a loaded machine compares with one from an idle machine. Targets
+from the issues: rules over 10,000 hosts under 2 s on a 2-core machine; the 64-host audit at most 1.5x the setup
+run, with at most 3 module round trips per host.
 
 Run: .venv/bin/python benchmarks/audit_bench.py [--hosts N] [--audit-hosts M] [--runs R]
 """

@@ -24,8 +24,6 @@ assert conftest.COLLECTIONS_ROOT in sys.path
 from gather_bench import median_seconds  # noqa: E402  (one timing helper for every benchmark)
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import xmlfile as _xmlsources  # noqa: E402
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.hwloc import read_hwloc_xml  # noqa: E402
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ncclxml import read_nccl_xml  # noqa: E402
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError  # noqa: E402
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather  # noqa: E402
 

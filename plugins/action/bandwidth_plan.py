@@ -12,10 +12,10 @@ import os
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import hostname_problem, safe_join
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
 from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import training_interface
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
+from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.planner import (
     by_link_speed, chart, node_paths, scaling, table,
 )

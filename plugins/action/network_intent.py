@@ -16,7 +16,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation i
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import UnsafeValue, hostname_problem, safe_join
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import NETWORK_RENDERERS as RENDERERS
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
+from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
 
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str"),

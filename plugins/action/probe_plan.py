@@ -8,8 +8,8 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import validate_networks
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import validate_networks
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.pairing import targets
 
 ARGUMENT_SPEC = dict(

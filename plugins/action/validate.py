@@ -11,16 +11,16 @@ import os
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import (
-    exceeds_policy, failure_message, policy_warnings, run_audit, validate_inputs,
-)
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.apply import unified
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.inputs import host_input
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.formats import (
     FILENAMES, FORMATS, REPORT_RENDERERS as RENDERERS,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import clip, finding_lines
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._files import write_atomic
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import (
+    exceeds_policy, failure_message, policy_warnings, run_audit, validate_inputs,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
 
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str"),
@@ -48,7 +48,7 @@ class ActionModule(ControllerAction):
         except ValueError:
             raise AnsibleActionFail("validate: today: %r is not a date (YYYY-MM-DD)" % args["today"])
 
-        inputs = dict((host, self._host_input(hostvars[host], args["drift"])) for host in hosts)
+        inputs = dict((host, host_input(hostvars[host], args["drift"])) for host in hosts)
 
         if args["validate_only"]:
             normalized, errors = validate_inputs(inputs)
@@ -95,60 +95,6 @@ class ActionModule(ControllerAction):
                 result["failed"] = True
                 result["msg"] = "audit failed (fail_on=%s): %s" % (fail_on, result["msg"])
         return result
-
-    @staticmethod
-    def _host_input(hostvars, drift=False):
-        gathered = hostvars.get("fabric_audit_gather") or {}
-        facts = (hostvars.get("ansible_facts") or {}).get("gpuops_fabric")
-        if gathered.get("unreachable"):
-            status, reason = "unreachable", gathered.get("msg")
-        elif gathered.get("failed"):
-            status, reason = "failed", gathered.get("msg")
-        elif facts:
-            status, reason = "audited", None
-        else:
-            status, reason = "failed", "no gpuops_fabric facts (topology_facts did not run on this host)"
-        return {
-            "facts": facts,
-            "expectations": hostvars.get("fabric_expectations"),
-            "waivers": hostvars.get("fabric_waivers"),
-            "networks": hostvars.get("fabric_networks"),
-            "drift": ActionModule._drift(hostvars.get("network_result")) if drift else None,
-            "attachments": hostvars.get("fabric_attachments"),
-            "nccl_mode": hostvars.get("fabric_nccl_mode"),
-            "nccl_drift": ActionModule._nccl_drift(hostvars.get("nccl_conf")) if drift else None,
-            "probes": hostvars.get("fabric_probe_results"),
-            "cabling": hostvars.get("fabric_cabling"),
-            "waiver_horizon_days": hostvars.get("fabric_audit_waiver_horizon_days"),
-            "status": status,
-            "reason": reason,
-        }
-
-    @staticmethod
-    def _drift(result):
-        """What the network role would change (its check-mode result), or None when it did not run."""
-        if not isinstance(result, dict) or result.get("skipped") or "files" not in result:
-            return None
-        if result.get("failed"):
-            return {"error": result.get("msg")}
-        return {"changes": [str(f) for f in result.get("files") or []] if result.get("changed") else [],
-                "diff": result.get("diff_text") or "", "backend": result.get("backend")}
-
-    @staticmethod
-    def _nccl_drift(result):
-        """What the nccl role's file task would change (check mode with diff), or None when it did not run."""
-        if not isinstance(result, dict) or result.get("skipped") or "changed" not in result:
-            return None
-        if result.get("failed"):
-            return {"error": result.get("msg")}
-        entries = result.get("diff") or []
-        dest = result.get("dest")
-        diff = unified([{"before_header": str(e.get("before_header") or dest or "before"),
-                         "after_header": str(e.get("after_header") or dest or "after"),
-                         "before": str(e.get("before") or ""), "after": str(e.get("after") or "")}
-                        for e in (entries if isinstance(entries, list) else [entries])
-                        if isinstance(e, dict) and "after" in e])
-        return {"changed": bool(result.get("changed")), "path": result.get("dest"), "diff": diff}
 
     def _collection_version(self):
         try:

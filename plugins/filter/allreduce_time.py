@@ -45,8 +45,9 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import allreduce_time as _allreduce_time
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import (
+    allreduce_time as _allreduce_time, ModelError,
+)
 
 
 def allreduce_time(size_bytes, ranks, bus_bandwidth):

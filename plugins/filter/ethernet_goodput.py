@@ -63,8 +63,9 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ethernet_goodput as _goodput
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import (
+    ethernet_goodput as _goodput, ModelError,
+)
 
 
 def ethernet_goodput(speed_mbps, mtu=1500, vlan=False, ipv6=False, timestamps=True, digits=None):

@@ -44,9 +44,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import (
-    path_bottleneck as _path_bottleneck,
+    ModelError, path_bottleneck as _path_bottleneck,
 )
 
 

@@ -159,206 +159,53 @@ applied:
   sample: [{command: [netplan, apply], rc: 0}]
 """
 
-import json
 import os
-import shutil
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.readback import gather_intent
-from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, shell_word
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.apply import (
-    ApplyError, apply_changes, apply_commands, detect_backend, plan_changes, present_files, unified,
+    ApplyError, apply_changes, plan_changes, present_files, unified,
 )
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import backend_module, detect_backend
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.rollback import (
-    ROLLBACK_DIR, ROLLBACK_UNIT, connection_interface, restore_script, shell_command,
+    arm_rollback, confirm, connection_interface, defer_apply,
+)
+
+ARGUMENT_SPEC = dict(
+    state=dict(type="str", choices=["merged", "replaced", "rendered", "gathered", "confirmed"],
+               default="merged"),
+    rendered=dict(type="dict"),
+    backend=dict(type="str", choices=["auto", "netplan", "networkmanager", "networkd"], default="auto"),
+    root=dict(type="path", default="/"),
+    apply=dict(type="bool", default=True),
+    apply_timeout=dict(type="int", default=120),
+    rollback_timeout=dict(type="int", default=180),
+    interfaces=dict(type="list", elements="str", default=[]),
+    allow_management=dict(type="bool", default=False),
 )
 
 
-NM_BUS = ["org.freedesktop.NetworkManager", "/org/freedesktop/NetworkManager", "org.freedesktop.NetworkManager"]
-# Roll back also deletes connections added after the checkpoint and disconnects devices that appeared after it.
-NM_CHECKPOINT_FLAGS = 0x02 | 0x04
-# NetworkManager's checkpoint rolls the running state back first; the files are put back this much later.
-NM_FILES_GRACE = 15
-
-
-def nm_checkpoint(module, timeout):
-    """Ask NetworkManager for a checkpoint of all devices that rolls back by itself after ``timeout`` s."""
-    busctl = module.get_bin_path("busctl")
-    if not busctl:
-        module.fail_json(msg="no busctl on this node: cannot create a NetworkManager checkpoint; set "
-                         "rollback_timeout: 0 to apply without one")
-    rc, out, err = module.run_command([busctl, "call"] + NM_BUS + ["CheckpointCreate", "aouu", "0", str(timeout),
-                                                                   str(NM_CHECKPOINT_FLAGS)])
-    if rc != 0 or len(out.split()) < 2:
-        module.fail_json(msg="NetworkManager refused a checkpoint: %s (is NetworkManager running? does another "
-                         "tool hold a checkpoint?)" % (err or out).strip())
-    return out.split()[1].strip('"')
-
-
-def nm_checkpoint_destroy(module, path):
-    """Destroy a checkpoint (the change is confirmed). False when NetworkManager no longer has it."""
-    busctl = module.get_bin_path("busctl")
-    if not busctl:
-        return False
-    rc, _out, _err = module.run_command([busctl, "call"] + NM_BUS + ["CheckpointDestroy", "o", path])
-    return rc == 0
-
-
-def armed_checkpoint():
-    """The NetworkManager checkpoint the last armed change recorded in its manifest, or None."""
-    try:
-        with open(os.path.join(ROLLBACK_DIR, "manifest.json")) as handle:
-            return json.load(handle).get("checkpoint")
-    except (IOError, OSError, ValueError, AttributeError):
-        return None
-
-
-def previous_checkpoint(module):
-    """A checkpoint an earlier, unconfirmed run of ours left behind: destroy it before taking a new one."""
-    path = armed_checkpoint()
-    if path:
-        nm_checkpoint_destroy(module, path)
-
-
-def arm_rollback(module, root, backend, changes, timeout):
-    """Back up what the change touches and arm a node-side timer that restores it.
-
-    With NetworkManager as backend, NetworkManager's own checkpoint-with-rollback restores the running state
-    at ``timeout``; the timer then puts the files back (byte for byte) a little later.
-    """
-    backup = ROLLBACK_DIR
-    checkpoint = None
-    if backend == "networkmanager":
-        previous_checkpoint(module)
-        checkpoint = nm_checkpoint(module, timeout)
-        timeout += NM_FILES_GRACE
-    if os.path.isdir(backup):
-        shutil.rmtree(backup)
-    os.makedirs(os.path.join(backup, "files"), 0o700)
-    created, saved = [], []
-    for _action, path, _new in changes:
-        if os.path.exists(path):
-            target = os.path.join(backup, "files", path.lstrip("/"))
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            shutil.copy2(path, target)
-            saved.append(path)
-        else:
-            created.append(path)
-    script = os.path.join(backup, "restore.sh")
-    with open(script, "w") as handle:
-        handle.write(restore_script(backend, backup, created, saved, apply_commands(backend, changes)))
-    os.chmod(script, 0o700)
-    with open(os.path.join(backup, "manifest.json"), "w") as handle:
-        json.dump({"backend": backend, "created": created, "armed_at": time.time(), "timeout": timeout,
-                   "checkpoint": checkpoint}, handle)
-    systemd_run = module.get_bin_path("systemd-run")
-    if systemd_run:
-        module.run_command([module.get_bin_path("systemctl") or "systemctl", "stop", ROLLBACK_UNIT + ".timer"])
-        module.run_command([module.get_bin_path("systemctl") or "systemctl", "reset-failed", ROLLBACK_UNIT + ".service"])
-        rc, out, err = module.run_command([systemd_run, "--collect", "--unit=%s" % ROLLBACK_UNIT, "--on-active=%ds" % timeout,
-                                           "--timer-property=AccuracySec=1s", "/bin/sh", script])
-        if rc != 0:
-            if checkpoint:
-                nm_checkpoint_destroy(module, checkpoint)
-            module.fail_json(msg="could not arm the rollback timer: %s" % (err or out).strip())
-        return {"timer": ROLLBACK_UNIT + ".timer", "timeout": timeout, "nm_checkpoint": checkpoint}
-    module.fail_json(msg="no systemd-run on this node: cannot arm a rollback timer; set rollback_timeout: 0 to "
-                     "apply without one")
-    return None
-
-
-def defer_apply(module, commands, timeout):
-    script = os.path.join(ROLLBACK_DIR, "apply.sh")
-    lines = ["#!/bin/sh", "rc=0"]
-    for command in commands:
-        lines.append("timeout %d %s || rc=$?" % (timeout, shell_command(command)))
-    lines.append("echo $rc > %s" % shell_word(ROLLBACK_DIR + "/applied"))
-    with open(script, "w") as handle:
-        handle.write("\n".join(lines) + "\n")
-    os.chmod(script, 0o700)
-    unit = "gpuops-fabric-apply-%d" % int(time.time() * 1000)
-    rc, out, err = module.run_command([module.get_bin_path("systemd-run", required=True), "--unit=%s" % unit,
-                                       "--on-active=2s", "--timer-property=AccuracySec=100ms", "/bin/sh", script])
-    if rc != 0:
-        module.fail_json(msg="could not schedule the apply: %s" % (err or out).strip())
-    return [{"command": c, "deferred": True} for c in commands]
-
-
-def confirm(module, root, timeout):
-    """Wait for a deferred apply, then disarm the rollback timer; report a rollback that already happened."""
-    marker = os.path.join(ROLLBACK_DIR, "rolled-back")
-    applied_marker = os.path.join(ROLLBACK_DIR, "applied")
-    if not os.path.isdir(ROLLBACK_DIR):
-        return dict(changed=False, rolled_back=False, disarmed=False, msg="nothing to confirm")
-    deadline = time.time() + timeout
-    while not os.path.exists(applied_marker) and not os.path.exists(marker) and time.time() < deadline:
-        time.sleep(1)
-    rolled_back = os.path.exists(marker)
-    stopped = False
-    checkpoint = armed_checkpoint()
-    if root == "/" and not module.check_mode and not rolled_back and module.get_bin_path("systemctl"):
-        rc, _out, _err = module.run_command([module.get_bin_path("systemctl"), "stop", ROLLBACK_UNIT + ".timer"])
-        stopped = rc == 0
-        if checkpoint and not nm_checkpoint_destroy(module, checkpoint):
-            # NetworkManager already rolled the running state back; put the files back too, now.
-            module.run_command(["/bin/sh", os.path.join(ROLLBACK_DIR, "restore.sh")])
-            module.fail_json(msg="the change was rolled back on the node by NetworkManager's checkpoint %s: the "
-                             "controller did not confirm it in time; the previous files are back" % checkpoint,
-                             rolled_back=True, nm_checkpoint=checkpoint)
-    apply_rc = None
-    if os.path.exists(applied_marker):
-        with open(applied_marker) as handle:
-            apply_rc = int(handle.read().strip() or "1")
-    if apply_rc not in (None, 0) and not rolled_back:
-        module.fail_json(msg="applying the change failed on the node (rc %d); the rollback timer was disarmed, the "
-                         "new files are in place" % apply_rc, apply_rc=apply_rc)
-    if rolled_back:
-        with open(marker) as handle:
-            when = handle.read().strip()
-        module.fail_json(msg="the change was rolled back on the node at %s: the controller did not confirm it in "
-                         "time" % when, rolled_back=True)
-    if os.path.isdir(ROLLBACK_DIR) and not module.check_mode:
-        shutil.rmtree(ROLLBACK_DIR)
-    return dict(changed=False, rolled_back=False, disarmed=stopped, apply_rc=apply_rc, nm_checkpoint=checkpoint)
-
-
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            state=dict(type="str", choices=["merged", "replaced", "rendered", "gathered", "confirmed"],
-                       default="merged"),
-            rendered=dict(type="dict"),
-            backend=dict(type="str", choices=["auto", "netplan", "networkmanager", "networkd"], default="auto"),
-            root=dict(type="path", default="/"),
-            apply=dict(type="bool", default=True),
-            apply_timeout=dict(type="int", default=120),
-            rollback_timeout=dict(type="int", default=180),
-            interfaces=dict(type="list", elements="str", default=[]),
-            allow_management=dict(type="bool", default=False),
-        ),
-        required_if=[("state", "merged", ("rendered",)), ("state", "replaced", ("rendered",)),
-                     ("state", "rendered", ("rendered",))],
-        supports_check_mode=True,
-    )
-    params = module.params
-    root = params["root"]
-    for index, name in enumerate(params["interfaces"]):
+def check_interfaces(module, interfaces):
+    """Fail on a name in ``interfaces`` that is not an interface name this collection writes."""
+    for index, name in enumerate(interfaces):
         if ifname_problem(name):
             module.fail_json(msg="interfaces[%d]: %r %s" % (index, name, ifname_problem(name)))
-    backend = params["backend"] if params["backend"] != "auto" else detect_backend(root)
-    if params["state"] == "gathered":
-        files = present_files(root, backend)
-        try:
-            intent, unrepresented = gather_intent(backend, files)
-        except (ValueError, TypeError, AttributeError, KeyError) as exc:
-            module.fail_json(msg="could not read the %s files back: %s" % (backend, exc), files=files)
-        module.exit_json(changed=False, backend=backend, files=files, diff_text="", intent=intent,
-                         unrepresented=unrepresented)
-    if params["state"] == "confirmed":
-        module.exit_json(**confirm(module, root, params["apply_timeout"]))
-    rendered = params["rendered"] or {}
+
+
+def gathered(module, root, backend):
+    """state=gathered: the owned files present, read back into the intent's shape."""
+    files = present_files(root, backend)
+    try:
+        intent, unrepresented = gather_intent(backend, files)
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
+        module.fail_json(msg="could not read the %s files back: %s" % (backend, exc), files=files)
+    return dict(changed=False, backend=backend, files=files, diff_text="", intent=intent, unrepresented=unrepresented)
+
+
+def wanted_files(module, backend, rendered):
+    """The rendered files of ``backend``, each checked to have its content and mode."""
     if backend not in rendered:
         module.fail_json(msg="rendered: no files for backend %s (have: %s); render with fabric_network_backend: auto "
                          "or %s" % (backend, ", ".join(sorted(rendered)) or "none", backend))
@@ -367,9 +214,13 @@ def main():
         if not isinstance(item, dict) or not isinstance(item.get("content"), str) or \
                 not isinstance(item.get("mode"), str):
             module.fail_json(msg="rendered.%s.%s: expected content and mode" % (backend, path))
-    if params["state"] == "rendered":
-        module.exit_json(changed=False, backend=backend, files=wanted, diff_text="")
-    live = params["apply"] and root == "/"
+    return wanted
+
+
+def plan(module, root, backend, wanted):
+    """What would change, and the interface carrying the controller's connection (refused when the change would
+    touch it, unless allow_management). Returns (changes, diffs, controller_iface); nothing is written."""
+    params = module.params
     try:
         changes, diffs = plan_changes(root, backend, wanted, replace=params["state"] == "replaced")
     except (ApplyError, OSError) as exc:
@@ -379,35 +230,78 @@ def main():
         module.fail_json(msg="%s carries this connection from the controller; the intent would change it. Set "
                          "fabric_network_allow_management: true to allow it (the rollback timer still guards it)"
                          % controller_iface, controller_interface=controller_iface)
+    return changes, diffs, controller_iface
+
+
+def write(module, root, backend, changes, live):
+    """Write the changes, behind a rollback timer when they will be applied live. Returns what arm_rollback
+    armed, or None."""
     armed = None
     try:
-        if changes and not module.check_mode:
-            if live and params["rollback_timeout"] > 0:
-                armed = arm_rollback(module, root, backend, changes, params["rollback_timeout"])
-            apply_changes(root, changes)
+        if live and module.params["rollback_timeout"] > 0:
+            armed = arm_rollback(module, root, backend, changes, module.params["rollback_timeout"])
+        apply_changes(root, changes)
     except (ApplyError, OSError) as exc:
         module.fail_json(msg=str(exc))
+    return armed
+
+
+def apply_now(module, backend, changes):
+    """Run the backend's commands now, each under the apply timeout; the first that fails fails the task."""
     applied = []
-    if armed:
-        # Apply a moment after this module has answered, so a change that cuts the connection cannot
-        # swallow the answer; state=confirmed then waits for the apply and disarms the rollback.
-        applied = defer_apply(module, apply_commands(backend, changes), params["apply_timeout"])
-    elif changes and not module.check_mode and live:
-        for command in apply_commands(backend, changes):
-            binary = module.get_bin_path(command[0], required=True)
-            rc, out, err = module.run_command(["timeout", str(params["apply_timeout"]), binary] + command[1:],
-                                              environ_update={"LC_ALL": "C"})
-            applied.append({"command": command, "rc": rc})
-            if rc != 0:
-                module.fail_json(msg="%s failed (rc %d): %s" % (" ".join(command), rc, (err or out).strip()),
-                                 applied=applied, files=["%s %s" % (a, p) for a, p, _n in changes])
+    for command in backend_module(backend).apply_commands(changes):
+        binary = module.get_bin_path(command[0], required=True)
+        rc, out, err = module.run_command(["timeout", str(module.params["apply_timeout"]), binary] + command[1:],
+                                          environ_update={"LC_ALL": "C"})
+        applied.append({"command": command, "rc": rc})
+        if rc != 0:
+            module.fail_json(msg="%s failed (rc %d): %s" % (" ".join(command), rc, (err or out).strip()),
+                             applied=applied, files=["%s %s" % (a, p) for a, p, _n in changes])
+    return applied
+
+
+def put_in_place(module, root, backend, wanted):
+    """state=merged or replaced: compare; unless in check mode write what changed and apply it."""
+    params = module.params
+    live = params["apply"] and root == "/"
+    changes, diffs, controller_iface = plan(module, root, backend, wanted)
+    armed, applied = None, []
+    if changes and not module.check_mode:
+        armed = write(module, root, backend, changes, live)
+        if armed:
+            # Apply a moment after this module has answered, so a change that cuts the connection cannot
+            # swallow the answer; state=confirmed then waits for the apply and disarms the rollback.
+            applied = defer_apply(module, backend_module(backend).apply_commands(changes), params["apply_timeout"])
+        elif live:
+            applied = apply_now(module, backend, changes)
     result = dict(changed=bool(changes), backend=backend, files=["%s %s" % (a, p) for a, p, _n in changes],
                   diff_text=unified(diffs), applied=applied, rollback_armed=armed is not None,
                   rollback_timeout=armed["timeout"] if armed else None,
                   nm_checkpoint=armed["nm_checkpoint"] if armed else None, controller_interface=controller_iface)
     if module._diff:
         result["diff"] = diffs
-    module.exit_json(**result)
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=ARGUMENT_SPEC,
+        required_if=[("state", "merged", ("rendered",)), ("state", "replaced", ("rendered",)),
+                     ("state", "rendered", ("rendered",))],
+        supports_check_mode=True,
+    )
+    params = module.params
+    root = params["root"]
+    check_interfaces(module, params["interfaces"])
+    backend = params["backend"] if params["backend"] != "auto" else detect_backend(root)
+    if params["state"] == "gathered":
+        module.exit_json(**gathered(module, root, backend))
+    if params["state"] == "confirmed":
+        module.exit_json(**confirm(module, root, params["apply_timeout"]))
+    wanted = wanted_files(module, backend, params["rendered"] or {})
+    if params["state"] == "rendered":
+        module.exit_json(changed=False, backend=backend, files=wanted, diff_text="")
+    module.exit_json(**put_in_place(module, root, backend, wanted))
 
 
 if __name__ == "__main__":

@@ -3,13 +3,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""Which interfaces NCCL may use: the training interface of a host, the ports under a bond or VLAN, and NCCL_SOCKET_IFNAME matching."""
+"""Which interfaces NCCL may use: the training interface of a host, the ports under a bond or VLAN, and
+NCCL_SOCKET_IFNAME matching."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
+
 
 def nic_by_name(facts, name):
     """The NIC fact named ``name``, or None."""

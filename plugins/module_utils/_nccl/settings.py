@@ -10,19 +10,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
-from ansible_collections.gpuops.fabric.plugins.module_utils._names import UnsafeValue, ifname_problem, line_value
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import _below_vlans, ifname_matches, nic_by_name
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, line_value, UnsafeValue
+from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import (
+    _below_vlans, ifname_matches, nic_by_name,
+)
 
 HEADER = "# Managed by gpuops.fabric (role gpuops.fabric.nccl); local changes are overwritten and reported as drift."
-
-
 MODES = ("tcp", "rdma")
 
 
 # nvidia-smi's path words to NCCL's: NCCL calls every path through a CPU's host bridge PHB.
 NCCL_PATH = {"PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}
-
-
 PATH_ORDER = ("PIX", "PXB", "PHB", "SYS")
 
 
@@ -47,8 +45,6 @@ NCCL_NET_DISABLE_INTRA NCCL_NET_FORCE_FLUSH NCCL_CUMEM_ENABLE NCCL_CUMEM_HOST_EN
 NCCL_CTA_POLICY NCCL_NVLS_CHUNKSIZE NCCL_IB_ROCE_VERSION_NUM NCCL_HOSTID NCCL_COMM_BLOCKING NCCL_MNNVL_ENABLE
 NCCL_RAS_ENABLE NCCL_RAS_ADDR NCCL_RAS_TIMEOUT_FACTOR NCCL_NVLINK_UTIL_CENTRIC_SCHED_ENABLE
 """.split())
-
-
 NAME = re.compile(r"^NCCL_[A-Z0-9_]+$")
 
 

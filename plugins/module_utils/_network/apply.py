@@ -12,15 +12,10 @@ __metaclass__ = type
 import difflib
 import os
 import stat
-import tempfile
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
-
-# Where each backend reads its files, and the names this collection owns there. Nothing else is touched.
-MANAGED = {
-    "netplan": ("/etc/netplan", ("60-gpuops-fabric.yaml",)),
-    "networkmanager": ("/etc/NetworkManager/system-connections", ("gpuops-",)),
-    "networkd": ("/etc/systemd/network", ("60-gpuops-",)),
-}
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import backend_module
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import on_root
+from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
 
 
 class ApplyError(Exception):
@@ -28,21 +23,11 @@ class ApplyError(Exception):
 
 
 def owned(backend, path):
-    directory, prefixes = MANAGED[backend]
-    return os.path.dirname(path) == directory and any(os.path.basename(path).startswith(p) for p in prefixes)
-
-
-def detect_backend(root):
-    """netplan when the node has netplan, else NetworkManager when it keeps keyfiles, else networkd."""
-    def join(path):
-        return os.path.join(root, path.lstrip("/"))
-
-    if os.path.isdir(join("/etc/netplan")) and (os.path.exists(join("/usr/sbin/netplan")) or
-                                                os.path.exists(join("/usr/bin/netplan"))):
-        return "netplan"
-    if os.path.isdir(join("/etc/NetworkManager/system-connections")) and os.path.exists(join("/usr/sbin/NetworkManager")):
-        return "networkmanager"
-    return "networkd"
+    """Whether ``path`` is a file this collection owns for ``backend`` (its DIRECTORY, one of its OWNED_PREFIXES).
+    Nothing else is touched."""
+    mod = backend_module(backend)
+    return os.path.dirname(path) == mod.DIRECTORY and any(os.path.basename(path).startswith(p)
+                                                          for p in mod.OWNED_PREFIXES)
 
 
 def _read(path):
@@ -54,8 +39,8 @@ def _read(path):
 
 
 def present_files(root, backend):
-    directory, _prefixes = MANAGED[backend]
-    full = os.path.join(root, directory.lstrip("/"))
+    directory = backend_module(backend).DIRECTORY
+    full = on_root(root, directory)
     found = {}
     for name in sorted(os.listdir(full)) if os.path.isdir(full) else []:
         path = os.path.join(directory, name)
@@ -71,10 +56,11 @@ def plan_changes(root, backend, wanted, replace):
     for path in wanted:
         if not isinstance(path, str) or any(ord(c) < 32 or ord(c) == 127 for c in path):
             raise ApplyError("%r: a file path with a control character (newline, NUL, ...) is never written" % (path,))
+        mod = backend_module(backend)
         if not owned(backend, path):
             raise ApplyError("%s: not a file this collection owns for %s (only %s/%s*)" % (
-                path, backend, MANAGED[backend][0], "*|".join(MANAGED[backend][1])))
-        name = _interface_of(backend, path)
+                path, backend, mod.DIRECTORY, "*|".join(mod.OWNED_PREFIXES)))
+        name = mod.interface_of(path)
         if name is not None and ifname_problem(name):
             raise ApplyError("%r: the interface name in this file name %s" % (path, ifname_problem(name)))
     present = present_files(root, backend)
@@ -99,27 +85,13 @@ def plan_changes(root, backend, wanted, replace):
 
 
 def apply_changes(root, changes):
-    """Write atomically (temp file in the same directory, fsync, rename) with the wanted mode."""
+    """Write each wanted file atomically with its mode (module_utils/_files.py); remove what is to go."""
     for action, path, new in changes:
-        full = os.path.join(root, path.lstrip("/"))
+        full = on_root(root, path)
         if action == "remove":
             os.unlink(full)
             continue
-        directory = os.path.dirname(full)
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
-        fd, tmp = tempfile.mkstemp(prefix=".gpuops.", dir=directory)
-        try:
-            os.fchmod(fd, int(new["mode"], 8))
-            with os.fdopen(fd, "w") as handle:
-                handle.write(new["content"])
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.rename(tmp, full)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        write_atomic(full, new["content"], new["mode"])
 
 
 def unified(diffs):
@@ -129,30 +101,3 @@ def unified(diffs):
         out.extend(difflib.unified_diff(item["before"].splitlines(True), item["after"].splitlines(True),
                                         item["before_header"], item["after_header"]))
     return "".join(out)
-
-
-def apply_commands(backend, changes):
-    """Argument lists that make the backend apply the changed files to the running system."""
-    names = sorted(set(_interface_of(backend, path) for _action, path, _new in changes) - {None})
-    if backend == "netplan":
-        return [["netplan", "apply"]]
-    if backend == "networkd":
-        commands = [["networkctl", "reload"]]
-        present = [n for n in names if os.path.exists("/sys/class/net/" + n)]
-        if present:
-            commands.append(["networkctl", "reconfigure"] + present)
-        return commands
-    commands = [["nmcli", "connection", "reload"]]
-    for action, path, _new in changes:
-        if action == "write":
-            commands.append(["nmcli", "connection", "up", "id", os.path.basename(path)[:-len(".nmconnection")]])
-    return commands
-
-
-def _interface_of(backend, path):
-    name = os.path.basename(path)
-    if backend == "networkd" and name.startswith("60-gpuops-"):
-        return name[len("60-gpuops-"):].rsplit(".", 1)[0]
-    if backend == "networkmanager" and name.startswith("gpuops-"):
-        return name[len("gpuops-"):-len(".nmconnection")]
-    return None

@@ -3,18 +3,25 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""What the three network backends share: the header and marker comment of every file this collection writes (rendered and read back), routes, and the helpers of the parsers."""
+"""What the three network backends share: the header and marker comment of every file this collection writes
+(rendered and read back), routes, and the helpers of the parsers."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import (
     UnsafeValue,
     line_value,
     yaml_scalar,
 )
+
+
+def on_root(root, path):
+    """``path`` (absolute, as on the node) under ``root``, the directory standing for / (tests, image builds)."""
+    return os.path.join(root, path.lstrip("/"))
 
 
 def parse_ini(text, path=None, problems=None):

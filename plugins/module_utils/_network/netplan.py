@@ -3,14 +3,29 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""netplan: where the file lives, rendering a plan to it, and reading it back."""
+"""netplan: where the file lives, detecting it on a node, rendering a plan to it, reading it back, and the
+command that applies it."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import HEADER, _iface, _int, _mapping, _markers, _q, _routes, _sequence
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import link_members
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import link_members, on_root
+
+# Where netplan reads its files, and the one this collection owns there. Nothing else is touched.
+DIRECTORY = "/etc/netplan"
+FILE_NAME = "60-gpuops-fabric.yaml"
+OWNED_PREFIXES = (FILE_NAME,)
+NETPLAN_PATH = "%s/%s" % (DIRECTORY, FILE_NAME)
+
+
+def detect(root):
+    """The node has netplan: its directory and its command."""
+    return os.path.isdir(on_root(root, DIRECTORY)) and (os.path.exists(on_root(root, "/usr/sbin/netplan")) or
+                                                        os.path.exists(on_root(root, "/usr/bin/netplan")))
+
 
 def parse_netplan(text, path="netplan file", problems=None):
     """One netplan YAML file; shapes netplan would refuse (a list where a mapping goes) are skipped. A file that is
@@ -59,9 +74,6 @@ def parse_netplan(text, path="netplan file", problems=None):
     return link_members(ifaces)
 
 
-NETPLAN_PATH = "/etc/netplan/60-gpuops-fabric.yaml"
-
-
 def render_netplan(plan):
     sections = {"ethernets": [], "bonds": [], "vlans": []}
     for iface in plan["interfaces"]:
@@ -104,3 +116,24 @@ def render_netplan(plan):
             out.append("  %s:" % key)
             out.extend(sections[key])
     return {NETPLAN_PATH: ("\n".join(out) + "\n", "0600")}
+
+
+def parse(texts, problems=None):
+    """The interfaces the owned files configure: {path: content}, file by file in path order."""
+    ifaces = []
+    for path in sorted(texts):
+        ifaces.extend(parse_netplan(texts[path], path, problems))
+    return ifaces
+
+
+render = render_netplan
+
+
+def interface_of(path):
+    """netplan's one file names no interface."""
+    return None
+
+
+def apply_commands(changes):
+    """Argument lists that make netplan apply the changed files to the running system."""
+    return [["netplan", "apply"]]

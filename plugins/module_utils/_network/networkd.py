@@ -3,12 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""systemd-networkd: where its .netdev/.network files live, rendering a plan to them, and reading them back."""
+"""systemd-networkd: where its .netdev/.network files live, detecting it on a node, rendering a plan to them, reading
+them back, and the commands that apply them."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import (
     networkd_value,
@@ -16,6 +18,18 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._names import (
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import HEADER, _file_part, _iface, _int, _markers, _primary_of
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import parse_ini
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import interface_order
+
+# Where systemd-networkd reads its files, and the names this collection owns there (PREFIX + interface + .netdev
+# or .network). Nothing else is touched.
+DIRECTORY = "/etc/systemd/network"
+PREFIX = "60-gpuops-"
+OWNED_PREFIXES = (PREFIX,)
+
+
+def detect(root):
+    """The fallback, tried last: a node with neither netplan nor NetworkManager's keyfiles uses systemd-networkd."""
+    return True
+
 
 def _milliseconds(value):
     match = re.match(r"^\s*(\d+)\s*(ms|s|sec|msec)?\s*$", str(value or ""))
@@ -90,9 +104,6 @@ def parse_networkd(files, problems=None):
     return interface_order(list(ifaces.values()))
 
 
-NETWORKD_DIR = "/etc/systemd/network"
-
-
 def render_networkd(plan):
     files = {}
     vlans_on = {}
@@ -101,7 +112,7 @@ def render_networkd(plan):
             vlans_on.setdefault(iface["parent"], []).append(iface["name"])
     for iface in plan["interfaces"]:
         name = iface["name"]
-        base = "%s/60-gpuops-%s" % (NETWORKD_DIR, _file_part(name))
+        base = "%s/%s%s" % (DIRECTORY, PREFIX, _file_part(name))
         if iface["kind"] in ("bond", "vlan"):
             netdev = ["# " + HEADER, "[NetDev]", "Name=%s" % networkd_value(name), "Kind=%s" % iface["kind"]]
             if iface.get("mtu"):
@@ -140,3 +151,28 @@ def render_networkd(plan):
                 network.append("Metric=%d" % route["metric"])
         files[base + ".network"] = ("\n".join(network) + "\n", "0644")
     return files
+
+
+# The owned files, {path: content}: the .netdev and .network files read together.
+parse = parse_networkd
+
+render = render_networkd
+
+
+def interface_of(path):
+    """The interface an owned file's name says, or None."""
+    name = os.path.basename(path)
+    if name.startswith(PREFIX):
+        return name[len(PREFIX):].rsplit(".", 1)[0]
+    return None
+
+
+def apply_commands(changes):
+    """Argument lists that make systemd-networkd apply the changed files: reload, then reconfigure the changed
+    interfaces that exist."""
+    names = sorted(set(interface_of(path) for _action, path, _new in changes) - {None})
+    commands = [["networkctl", "reload"]]
+    present = [n for n in names if os.path.exists("/sys/class/net/" + n)]
+    if present:
+        commands.append(["networkctl", "reconfigure"] + present)
+    return commands

@@ -3,20 +3,34 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""NetworkManager keyfiles: where they live, rendering a plan to them (as NetworkManager writes them), and reading them back."""
+"""NetworkManager keyfiles: where they live, detecting them on a node, rendering a plan to them (as NetworkManager
+writes them), reading them back, and the commands that apply them."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
 import uuid
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import (
     keyfile_value,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import HEADER, _file_part, _iface, _int, _markers
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import interface_order
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import interface_order, on_root
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import parse_ini
+
+# Where NetworkManager keeps its keyfiles, and the names this collection owns there. Nothing else is touched.
+# A keyfile is PREFIX + interface + SUFFIX; its connection id is its name without SUFFIX (apply_commands relies on it).
+DIRECTORY = "/etc/NetworkManager/system-connections"
+PREFIX = "gpuops-"
+SUFFIX = ".nmconnection"
+OWNED_PREFIXES = (PREFIX,)
+
+
+def detect(root):
+    """The node runs NetworkManager and keeps keyfiles."""
+    return os.path.isdir(on_root(root, DIRECTORY)) and os.path.exists(on_root(root, "/usr/sbin/NetworkManager"))
 
 
 def parse_keyfiles(texts, paths=None, problems=None):
@@ -72,9 +86,6 @@ def parse_keyfiles(texts, paths=None, problems=None):
     return interface_order(ifaces)
 
 
-NM_DIR = "/etc/NetworkManager/system-connections"
-
-
 _UUID_NAMESPACE = uuid.UUID("5b1e4c1e-7a43-4d57-9f0b-6770756f7073")
 
 
@@ -110,7 +121,7 @@ def render_networkmanager(plan):
         name = iface["name"]
         nm_type = {"ethernet": "ethernet", "bond": "bond", "vlan": "vlan"}[iface["kind"]]
         lines = ["# " + HEADER] + _markers(plan, [iface]) + [
-            "[connection]", "id=gpuops-%s" % keyfile_value(name), "uuid=%s" % _nm_uuid(name), "type=%s" % nm_type,
+            "[connection]", "id=%s%s" % (PREFIX, keyfile_value(name)), "uuid=%s" % _nm_uuid(name), "type=%s" % nm_type,
             "interface-name=%s" % keyfile_value(name)]
         if iface["kind"] == "ethernet" and iface.get("bond"):
             lines += ["master=%s" % keyfile_value(iface["bond"]), "slave-type=bond"]
@@ -130,5 +141,31 @@ def render_networkmanager(plan):
             lines += ["[vlan]", "flags=1", "id=%d" % iface["id"], "parent=%s" % keyfile_value(iface["parent"]), ""]  # 1: reorder headers
         if not (iface["kind"] == "ethernet" and iface.get("bond")):
             lines += _nm_ip("ipv4", "ipv4", iface) + [""] + _nm_ip("ipv6", "ipv6", iface) + [""]
-        files["%s/gpuops-%s.nmconnection" % (NM_DIR, _file_part(name))] = ("\n".join(lines).rstrip("\n") + "\n", "0600")
+        files["%s/%s%s%s" % (DIRECTORY, PREFIX, _file_part(name), SUFFIX)] = ("\n".join(lines).rstrip("\n") + "\n", "0600")
     return files
+
+
+def parse(texts, problems=None):
+    """The interfaces the owned keyfiles configure: {path: content}."""
+    paths = sorted(texts)
+    return parse_keyfiles([texts[p] for p in paths], paths, problems)
+
+
+render = render_networkmanager
+
+
+def interface_of(path):
+    """The interface an owned keyfile's name says, or None."""
+    name = os.path.basename(path)
+    if name.startswith(PREFIX):
+        return name[len(PREFIX):-len(SUFFIX)]
+    return None
+
+
+def apply_commands(changes):
+    """Argument lists that make NetworkManager apply the changed keyfiles: reload, then bring up each written one."""
+    commands = [["nmcli", "connection", "reload"]]
+    for action, path, _new in changes:
+        if action == "write":
+            commands.append(["nmcli", "connection", "up", "id", os.path.basename(path)[:-len(SUFFIX)]])
+    return commands

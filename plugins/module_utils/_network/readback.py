@@ -10,10 +10,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import BY_NAME
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import markers
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.netplan import parse_netplan
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.networkd import parse_networkd
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.networkmanager import parse_keyfiles
 
 
 def parse(backend, files):
@@ -22,17 +20,9 @@ def parse(backend, files):
     broken file must not read back as an empty intent."""
     texts = dict((path, item["content"]) for path, item in files.items())
     problems = []
-    if backend == "netplan":
-        ifaces = []
-        for path in sorted(texts):
-            ifaces.extend(parse_netplan(texts[path], path, problems))
-    elif backend == "networkmanager":
-        paths = sorted(texts)
-        ifaces = parse_keyfiles([texts[p] for p in paths], paths, problems)
-    elif backend == "networkd":
-        ifaces = parse_networkd(texts, problems)
-    else:
+    if not isinstance(backend, str) or backend not in BY_NAME:
         raise ValueError("unknown backend %r" % backend)
+    ifaces = BY_NAME[backend].parse(texts, problems)
     if problems:
         raise ValueError("; ".join(problems))
     return ifaces

@@ -13,15 +13,9 @@ import re
 
 # ---- nccl-tests -------------------------------------------------------------------------------------------
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-
-
 _ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(?:(-?\d+)\s+)?(%s|N/A)\s+(%s|N/A)\s+(%s|N/A)\s+(\S+)"
                   r"(?:\s+(%s|N/A)\s+(%s|N/A)\s+(%s|N/A)\s+(\S+))?\s*$" % ((_NUM,) * 6))
-
-
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*(%s)" % _NUM)
-
-
 _RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s+(.*)$")
 
 

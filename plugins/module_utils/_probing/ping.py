@@ -12,8 +12,6 @@ __metaclass__ = type
 import re
 
 IPV4_HEADERS = 28   # 20 bytes IPv4 + 8 bytes ICMP
-
-
 IPV6_HEADERS = 48   # 40 bytes IPv6 + 8 bytes ICMPv6
 
 
@@ -33,8 +31,6 @@ def ping_argv(ping, address, size, version, count=3, wait=1.0, source=None):
 
 
 _SUMMARY = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?received(?:, \+(\d+) errors)?")
-
-
 _LOCAL = re.compile(r"local error: (.*?)(?:\n|$)")
 
 

@@ -13,17 +13,9 @@ with MAXSMP, arm64 and powerpc), so no real kernel or hwloc file comes near it."
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
-
-
 MAX_CPUS = 16384
-
-
 _DIGITS = frozenset("0123456789")
-
-
 _HEX = frozenset("0123456789abcdef")
-
-
 _MAX_WORD_BITS = 32
 
 

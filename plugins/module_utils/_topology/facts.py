@@ -9,30 +9,21 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import ethtool as _ethtool
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import lldp as _lldp
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import parse_cpulist
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
-    KIND_ACCELERATOR, KIND_GPU, KIND_NIC, KIND_RDMA, VENDOR_AMD, VENDOR_INTEL,
-    VENDOR_NVIDIA, classify_devices,
+    classify_devices, KIND_ACCELERATOR, KIND_GPU, KIND_NIC, KIND_RDMA, VENDOR_AMD, VENDOR_INTEL, VENDOR_NVIDIA,
 )
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.paths import hex_id, PathCache, pci_path
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
-    pcie_bandwidth,
+    device_links, gpu_link_state, gpu_link_values, path_rank, pcie_bandwidth,
 )
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.paths import _PathCache, _hex, device_links, pci_path
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import gpu_link_state, path_rank
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import ethtool as _ethtool, lldp as _lldp
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nccl_conf import read_nccl_conf
 
 SCHEMA_VERSION = 1
-
-
 SUBSETS = ("numa", "pci", "gpu", "nic", "rdma", "bond", "vlan", "paths", "nccl", "lldp", "link_modes")
-
-
 MIN_SUBSETS = ("numa",)
-
-
 SOURCES = ("sysfs", "hwloc_xml", "nccl_xml")
 
 
@@ -95,7 +86,7 @@ def reader_parts(subsets):
 def load_topology(source="sysfs", root="/", path=None, parts=None):
     """Read a topology from one of the sources; errors raise TopologyError naming the input."""
     if source == "sysfs":
-        from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs import SysfsReader
+        from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.reader import SysfsReader
         reader = SysfsReader(root or "/")
         topo = reader.read_all(parts or ("pci", "numa", "net", "rdma", "bond", "vlan"))
     elif source in ("hwloc_xml", "nccl_xml"):
@@ -121,11 +112,11 @@ def _vendor_name(vendor_id):
 def _pci_fact(topo, dev):
     return {
         "address": dev.address,
-        "class": _hex(dev.class_code, 6),
-        "vendor_id": _hex(dev.vendor_id),
-        "device_id": _hex(dev.device_id),
-        "subsystem_vendor_id": _hex(dev.subsystem_vendor_id),
-        "subsystem_device_id": _hex(dev.subsystem_device_id),
+        "class": hex_id(dev.class_code, 6),
+        "vendor_id": hex_id(dev.vendor_id),
+        "device_id": hex_id(dev.device_id),
+        "subsystem_vendor_id": hex_id(dev.subsystem_vendor_id),
+        "subsystem_device_id": hex_id(dev.subsystem_device_id),
         "name": dev.name,
         "kind": dev.kind,
         "driver": dev.driver,
@@ -150,7 +141,7 @@ def _acs_fact(dev):
     if dev.kind not in ("root_port", "switch_upstream", "switch_downstream", "other_bridge"):
         return None
     fact = {"readable": dev.acs_readable, "present": dev.acs_control is not None,
-            "control": _hex(dev.acs_control) if dev.acs_control is not None else None}
+            "control": hex_id(dev.acs_control) if dev.acs_control is not None else None}
     for name, bit in ACS_BITS:
         fact[name] = bool(dev.acs_control & bit) if dev.acs_control is not None else None
     # Request or completion redirect sends peer-to-peer traffic up through the root complex.
@@ -223,7 +214,7 @@ def build_facts(topo, subsets, nvml_status=None):
 
 def _paths(topo, gpus, nic_functions):
     gpu_nic, gpu_gpu, nearest = [], [], {}
-    cache = _PathCache(topo)
+    cache = PathCache(topo)
     for gpu in gpus:
         best = []
         for nic in nic_functions:
@@ -250,7 +241,6 @@ def _paths(topo, gpus, nic_functions):
 
 def _gpu_fact(topo, index, dev, paths):
     info = topo.gpu_info.get(dev.address)
-    state, reason = gpu_link_state(dev, info)
     nearest = paths["nearest_nics"].get(dev.address, []) if paths else []
     nvml = None
     if info is not None:
@@ -261,18 +251,20 @@ def _gpu_fact(topo, index, dev, paths):
             "performance_state": info.performance_state,
             "max_gbytes_per_s": _round(pcie_bandwidth(info.max_generation, info.max_width)),
         }
+    link = device_links(dev)
+    state, reason = gpu_link_state(gpu_link_values(link, nvml))
     return {
         "index": index,
         "address": dev.address,
         "kind": dev.kind,
         "vendor": _vendor_name(dev.vendor_id),
-        "vendor_id": _hex(dev.vendor_id),
-        "device_id": _hex(dev.device_id),
+        "vendor_id": hex_id(dev.vendor_id),
+        "device_id": hex_id(dev.device_id),
         "name": (info.name if info is not None and info.name else dev.name),
         "driver": dev.driver,
         "numa_node": dev.numa_node,
         "local_cpus": dev.local_cpus,
-        "link": device_links(dev),
+        "link": link,
         "link_state": state,
         "link_state_reason": reason,
         "nvml": nvml,

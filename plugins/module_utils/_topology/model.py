@@ -14,48 +14,22 @@ from typing import Dict, List, Optional
 
 # PCI vendor ids that matter for classification.
 VENDOR_NVIDIA = 0x10DE
-
-
 VENDOR_AMD = 0x1002
-
-
 VENDOR_INTEL = 0x8086
 
 
 # Kernel modules whose presence the checks need (GPUDirect RDMA, bonding, VLANs, drivers).
 RELEVANT_MODULES = ("nvidia", "nvidia_peermem", "nv_peer_mem", "amdgpu", "ib_core", "mlx5_core", "bonding", "8021q")
-
-
 KIND_GPU = "gpu"
-
-
 KIND_ACCELERATOR = "accelerator"
-
-
 KIND_NIC = "nic"
-
-
 KIND_RDMA = "rdma"
-
-
 KIND_NVME = "nvme"
-
-
 KIND_ROOT_PORT = "root_port"
-
-
 KIND_SWITCH_UP = "switch_upstream"
-
-
 KIND_SWITCH_DOWN = "switch_downstream"
-
-
 KIND_OTHER_BRIDGE = "other_bridge"
-
-
 KIND_OTHER = "other"
-
-
 BRIDGE_KINDS = (KIND_ROOT_PORT, KIND_SWITCH_UP, KIND_SWITCH_DOWN, KIND_OTHER_BRIDGE)
 
 

@@ -9,24 +9,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
-    KIND_ROOT_PORT, KIND_SWITCH_DOWN,
-)
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
-    link_dict,
-)
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import KIND_ROOT_PORT, KIND_SWITCH_DOWN
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_dict
 
 # ---- links and paths ------------------------------------------------------------------------------
-def _hex(value, digits=4):
+
+
+def hex_id(value, digits=4):
     return None if value is None else "0x%0*x" % (digits, value)
-
-
-def device_links(dev):
-    current = link_dict(dev.current_gts, dev.current_width)
-    if current["gbytes_per_s"] is None and dev.current_gbytes_hint is not None:
-        # hwloc XML records only the usable bandwidth of the current link.
-        current["gbytes_per_s"] = round(dev.current_gbytes_hint, 3)
-    return {"current": current, "max": link_dict(dev.max_gts, dev.max_width)}
 
 
 def _link_above(topo, address):
@@ -62,7 +52,7 @@ def _switch_id(topo, address):
     return address
 
 
-class _PathCache:
+class PathCache:
     """Ancestors and link-above per device, computed once for all pairs of one topology."""
 
     def __init__(self, topo):
@@ -83,7 +73,7 @@ class _PathCache:
 
 def pci_path(topo, a, b, cache=None):
     """Path type (as ``nvidia-smi topo -m`` names it), links and bottleneck between two devices."""
-    cache = cache or _PathCache(topo)
+    cache = cache or PathCache(topo)
     up_a, up_b = cache.up(a), cache.up(b)
     in_b = set(up_b)
     common = next((x for x in up_a if x in in_b), None)

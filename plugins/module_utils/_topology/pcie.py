@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""PCIe: link speeds, widths and generations, usable bandwidth, PCI addresses, the path types (PIX..SYS) and their ranks, and the one judgement of a GPU's link."""
+"""PCIe: link speeds, widths and generations, usable bandwidth, PCI addresses, the path types (PIX..SYS) and their
+ranks, and the one judgement of a GPU's link."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -12,6 +13,15 @@ __metaclass__ = type
 import re
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import is_hex
 
+
+def device_links(dev):
+    current = link_dict(dev.current_gts, dev.current_width)
+    if current["gbytes_per_s"] is None and dev.current_gbytes_hint is not None:
+        # hwloc XML records only the usable bandwidth of the current link.
+        current["gbytes_per_s"] = round(dev.current_gbytes_hint, 3)
+    return {"current": current, "max": link_dict(dev.max_gts, dev.max_width)}
+
+
 PATH_TYPES = ("PIX", "PXB", "PHB", "NODE", "SYS")
 
 
@@ -19,24 +29,34 @@ def path_rank(path_type):
     return PATH_TYPES.index(path_type) if path_type in PATH_TYPES else len(PATH_TYPES)
 
 
-def gpu_link_state(dev, info):
-    """Judge a GPU's link: ok, degraded, idle (cannot judge), or unknown.
+def gpu_link_values(link, nvml):
+    """A GPU's current and maximum link width and generation, and its performance state: NVML's word where it has
+    one (it sees the link as the driver trained it), else the PCIe link's. ``link``: the facts' ``link`` of the GPU
+    ({"current": {...}, "max": {...}}), ``nvml``: its ``nvml`` facts or None."""
+    nvml = nvml or {}
+    return {
+        "current_width": nvml.get("current_width") or link["current"]["width"],
+        "max_width": nvml.get("max_width") or link["max"]["width"],
+        "current_generation": nvml.get("current_generation") or link["current"]["generation"],
+        "max_generation": nvml.get("max_generation") or link["max"]["generation"],
+        "performance_state": nvml.get("performance_state"),
+    }
+
+
+def gpu_link_state(values):
+    """Judge a GPU's link (``values`` from gpu_link_values): ok, degraded, idle (cannot judge), or unknown.
 
     GPUs drop to Gen1 when idle to save power, so a lower generation is only a fault when
     NVML says the GPU is busy (performance state P0). Width does not drop at idle.
     """
-    if info is not None and info.current_width is not None:
-        cur_gen, max_gen = info.current_generation, info.max_generation
-        cur_w, max_w = info.current_width, info.max_width
-    else:
-        cur_gen, max_gen = generation_from_gts(dev.current_gts), generation_from_gts(dev.max_gts)
-        cur_w, max_w = dev.current_width, dev.max_width
+    cur_gen, max_gen = values["current_generation"], values["max_generation"]
+    cur_w, max_w = values["current_width"], values["max_width"]
     if cur_w is not None and max_w is not None and cur_w < max_w:
         return "degraded", "link width x%d below its maximum x%d" % (cur_w, max_w)
     if cur_gen is None or max_gen is None or cur_w is None or max_w is None:
         return "unknown", "link generation or width not reported"
     if cur_gen < max_gen:
-        pstate = info.performance_state if info is not None else None
+        pstate = values["performance_state"]
         if pstate == 0:
             return "degraded", "Gen%d below its maximum Gen%d while busy (P0)" % (cur_gen, max_gen)
         if pstate is not None:
@@ -60,14 +80,8 @@ GENERATIONS = {
     6: (64.0, 242.0 / 256.0),
     7: (128.0, 242.0 / 256.0),
 }
-
-
 _GEN_BY_RATE = dict((rate, gen) for gen, (rate, _eff) in GENERATIONS.items())
-
-
 VALID_WIDTHS = (1, 2, 4, 8, 12, 16, 32)
-
-
 _SPEED_RE = re.compile(r"^\s*([0-9]{1,6}(?:\.[0-9]{1,6})?)\s*GT/s(?:\s+PCIe)?\s*$")
 
 

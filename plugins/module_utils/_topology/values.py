@@ -87,9 +87,3 @@ def hex_pair(text):
         return None, None
     a, b = hex_field(first.strip()), hex_field(second.strip())
     return (a, b) if a is not None and b is not None else (None, None)
-
-
-def first_word(text):
-    """``"802.3ad 4"`` -> ``"802.3ad"`` (sysfs bonding files append the numeric value)."""
-    return text.split()[0] if text else None
-

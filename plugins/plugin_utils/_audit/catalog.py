@@ -10,10 +10,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import (  # noqa: F401 (re-exported)
+# re-exported: the callers' one import of the catalog and its evaluation
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import (  # noqa: F401  # pylint: disable=unused-import
     CATALOG, SEVERITY_RANK, evaluate_host, evaluate_inventory,
 )
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules import (  # noqa: F401 (they register)
+# importing a family registers its rules
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules import (
     bond, drift, gdr, lldp, link, nccl, net, numa, pcie, probe,
 )
 

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""The rule engine: the catalog, how a rule is registered, the context a rule sees, and evaluation with rule crashes turned into findings.
+"""The rule engine: the catalog, how a rule is registered, the context a rule sees, and evaluation with rule crashes
+turned into findings.
 
 Adding a rule is one function and one decorator in the family's file under rules/: ``@host_rule(...)`` for a
 rule evaluated on one host's facts, ``@inventory_rule(...)`` for one evaluated once over all hosts. A rule yields
@@ -17,14 +18,8 @@ __metaclass__ = type
 from collections import namedtuple
 
 SEVERITIES = ("fail", "warn", "info")
-
-
 SEVERITY_RANK = {"fail": 0, "warn": 1, "info": 2}
-
-
 Rule = namedtuple("Rule", "id title severity description remediation scope check")
-
-
 CATALOG = {}
 
 
@@ -53,13 +48,27 @@ def inventory_rule(rule_id, title, severity, description, remediation):
     return _register("inventory", rule_id, title, severity, description, remediation)
 
 
+# Keys of a host's audit input that are observations -- what the probes measured, what the network and nccl roles
+# would change -- rather than expectations; rules read them as ctx.observed.
+OBSERVATIONS = ("drift", "nccl_drift", "probes")
+
+
+def observed(expect, key):
+    """One observation of a host's audit input (see OBSERVATIONS), for inventory rules that walk all hosts."""
+    assert key in OBSERVATIONS, key
+    return expect.get(key)
+
+
 class HostContext:
-    """What a host rule sees: the host's facts and expectations, and a way to report."""
+    """What a host rule sees: the host's facts, its expectations (``expect``: what the policy and the intent say),
+    its observations (``observed``: probe results and drift), and a way to report."""
 
     def __init__(self, host, facts, expect):
         self.host = host
         self.facts = facts
-        self.expect = expect
+        expect = expect if isinstance(expect, dict) else {}  # None for an inventory rule's context
+        self.expect = dict((k, v) for k, v in expect.items() if k not in OBSERVATIONS)
+        self.observed = dict((k, expect.get(k)) for k in OBSERVATIONS)
         self.rule = None
         self.findings = []
 

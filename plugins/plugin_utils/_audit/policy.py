@@ -9,36 +9,25 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import GENERATIONS, VALID_WIDTHS
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int
 
 import datetime
 import fnmatch
 import ipaddress
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import GENERATIONS, VALID_WIDTHS
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import mappings_in
 
 EXPECTATION_KEYS = ("gpu", "nics", "rdma")
-
-
 GPU_KEYS = ("width", "generation")
-
-
 NIC_KEYS = ("name", "speed_mbps", "mtu")
-
-
 WAIVER_KEYS = ("rule", "hosts", "subject", "reason", "expires")
-
-
 CABLING_KEYS = ("switch", "port")
-
-
 MTU_RANGE = (68, 9216)
 
 
 # A waiver is a decision to look again later: one that expires further ahead than this is a warning.
 WAIVER_HORIZON_VARIABLE = "fabric_audit_waiver_horizon_days"
-
-
 DEFAULT_WAIVER_HORIZON_DAYS = 365
 
 
@@ -48,6 +37,8 @@ def _unknown_keys(mapping, known):
 
 
 def _key_name(key):
+    """An unknown key as policy messages name it: text as it is, anything else (YAML's int, bool or null keys) as its
+    repr. (The intent's messages use key_path's ``key[1]`` form; tests hold both.)"""
     return key if isinstance(key, str) else repr(key)
 
 
@@ -68,7 +59,7 @@ def validate_expectations(value, key="fabric_expectations"):
         errors.append("%s.gpu: expected a mapping, got %r" % (key, gpu))
         gpu = {}
     for unknown in _unknown_keys(gpu, GPU_KEYS):
-        errors.append("%s.gpu.%s: unknown key (known: %s)" % (key, _key_name(unknown), ", ".join(GPU_KEYS)))
+        errors.append("%s.%s: unknown key (known: %s)" % (key + ".gpu", _key_name(unknown), ", ".join(GPU_KEYS)))
     if gpu.get("width") is not None:
         if not is_int(gpu["width"]) or gpu["width"] not in VALID_WIDTHS:
             errors.append("%s.gpu.width: %r is not a PCIe width (%s)"
@@ -81,17 +72,7 @@ def validate_expectations(value, key="fabric_expectations"):
                           % (key, gpu["generation"], max(GENERATIONS)))
         else:
             result["gpu"]["generation"] = gpu["generation"]
-    nics = value.get("nics")
-    if nics is None:
-        nics = []
-    if not isinstance(nics, list):
-        errors.append("%s.nics: expected a list, got %r" % (key, nics))
-        nics = []
-    for index, entry in enumerate(nics):
-        where = "%s.nics[%d]" % (key, index)
-        if not isinstance(entry, dict):
-            errors.append("%s: expected a mapping, got %r" % (where, entry))
-            continue
+    for _index, where, entry in mappings_in(value.get("nics"), key + ".nics", errors):
         for unknown in _unknown_keys(entry, NIC_KEYS):
             errors.append("%s.%s: unknown key (known: %s)" % (where, _key_name(unknown), ", ".join(NIC_KEYS)))
         if not isinstance(entry.get("name"), str) or not entry.get("name"):
@@ -111,9 +92,6 @@ def validate_expectations(value, key="fabric_expectations"):
     else:
         result["rdma"] = rdma
     return result, errors
-
-
-NETWORK_ROLES = ("management", "training", "storage")
 
 
 def read_networks(value, key="fabric_networks"):

@@ -10,12 +10,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import switch_name, switch_port_name
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import evaluate_host, evaluate_inventory
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import observed
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import (
     apply_waivers, read_cabling, read_networks, validate_expectations, validate_waiver_horizon, validate_waivers,
     waiver_warnings,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import build_report
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import evaluate_host, evaluate_inventory
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import read_attachments
 
 HOST_STATES = ("audited", "unreachable", "failed")
 
@@ -35,11 +38,8 @@ def validate_inputs(inputs):
         network_errors += cabling_errors
         horizon, horizon_errors = validate_waiver_horizon(inputs[host].get("waiver_horizon_days"))
         waiver_errors += horizon_errors
-        attachments = inputs[host].get("attachments")
-        if attachments is not None and not isinstance(attachments, dict):
-            network_errors.append("fabric_attachments: expected a mapping of network to device, got %r" % attachments)
-            attachments = None
-        expect = dict(expect, networks=networks, attachments=attachments or {}, drift=inputs[host].get("drift"),
+        attachments = read_attachments(inputs[host].get("attachments"), network_errors)
+        expect = dict(expect, networks=networks, attachments=attachments, drift=inputs[host].get("drift"),
                       nccl_drift=inputs[host].get("nccl_drift"), nccl_mode=inputs[host].get("nccl_mode"),
                       probes=inputs[host].get("probes"), cabling=cabling)
         normalized[host] = (expect, waivers, horizon)
@@ -100,8 +100,7 @@ def cabling(facts_by_host):
         lldp = (facts_by_host[host] or {}).get("lldp") or {}
         for port, neighbours in sorted((lldp.get("ports") or {}).items()):
             for n in neighbours:
-                rows.append({"host": host, "port": port, "switch": n.get("chassis_name") or n.get("chassis_id"),
-                             "switch_port": n.get("port_descr") or n.get("port_id"),
+                rows.append({"host": host, "port": port, "switch": switch_name(n), "switch_port": switch_port_name(n),
                              "vlans": [v["id"] for v in n.get("vlans") or []],
                              "aggregation": (n.get("aggregation") or {}).get("port_id"), "mfs": n.get("mfs")})
     return rows
@@ -111,7 +110,7 @@ def measurements(expects):
     """What the probes measured, per host: throughput pairs, full-size ping pairs, nccl-tests peaks."""
     rows = []
     for host in sorted(expects):
-        probes = expects[host].get("probes")
+        probes = observed(expects[host], "probes")
         if not isinstance(probes, dict):
             continue
         for entry in probes.get("throughput") or []:

@@ -9,16 +9,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import traceback
-try:
-    import netaddr
-except ImportError:  # pragma: no cover - declared in requirements.txt
-    netaddr = None
-    NETADDR_IMPORT_ERROR = traceback.format_exc()
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import (
-    ADDRESS_KEYS, IntentError, _address, _reserved,
+    _address, _reserved, ADDRESS_KEYS, IntentError,
 )
+
 
 def host_addresses(networks, index, explicit, errors):
     """{network: {"ipv4": "a/p" or None, "ipv6": ...}} from a per-host index or explicit addresses."""

@@ -22,3 +22,20 @@ def key_path(key, name):
 def is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
+
+def mappings_in(value, where, errors):
+    """[(index, where, mapping)] of a list of mappings at ``where`` (None: none); what is not a list, and each item
+    that is not a mapping, is an error naming its place."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        errors.append("%s: expected a list, got %r" % (where, value))
+        return []
+    found = []
+    for index, entry in enumerate(value):
+        at = "%s[%d]" % (where, index)
+        if isinstance(entry, dict):
+            found.append((index, at, entry))
+        else:
+            errors.append("%s: expected a mapping, got %r" % (at, entry))
+    return found

@@ -9,19 +9,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import traceback
-from ansible_collections.gpuops.fabric.plugins.module_utils._names import (
-    type_word,
-)
-try:
-    import netaddr
-except ImportError:  # pragma: no cover - declared in requirements.txt
-    netaddr = None
-    NETADDR_IMPORT_ERROR = traceback.format_exc()
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import type_word
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.addresses import host_addresses
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import BACKENDS, check_ifname, validate_bonds, validate_networks
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import key_path
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import (
+    BACKENDS, check_ifname, netaddr, read_attachments, training_on_management, validate_bonds, validate_networks,
+)
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.variables import check_variables
+
 
 def plan_host(host, hostvars, facts, index=None):
     """Validate one host's intent and return (plan, errors, warnings).
@@ -35,10 +30,7 @@ def plan_host(host, hostvars, facts, index=None):
     check_variables(hostvars, errors, warnings)
     networks = validate_networks(hostvars.get("fabric_networks"), errors)
     bonds = validate_bonds(hostvars.get("fabric_bonds"), facts, errors, warnings)
-    attachments = hostvars.get("fabric_attachments") or {}
-    if not isinstance(attachments, dict):
-        errors.append("fabric_attachments: expected a mapping of network to device, got %r" % (attachments,))
-        attachments = {}
+    attachments = read_attachments(hostvars.get("fabric_attachments"), errors)
     backend = hostvars.get("fabric_network_backend", "auto")
     if backend not in BACKENDS:
         errors.append("fabric_network_backend: %r is not one of %s" % (backend, ", ".join(BACKENDS)))
@@ -125,11 +117,11 @@ def plan_host(host, hostvars, facts, index=None):
             errors.append("fabric_attachments: %s each give a default route (fabric_networks.<name>.%s); a host gets "
                           "one default route per family: keep the %s on one management network"
                           % (" and ".join(names), gkey, gkey))
-    roles = dict((n, networks[n]["role"]) for n in networks)
-    mgmt_devices = set(attachments[n] for n in attachments if roles.get(n) == "management"
-                       and isinstance(attachments[n], str))
+    devices = dict((n, {attachments[n]}) for n in attachments if n in networks and isinstance(attachments[n], str))
+    mgmt_devices = set().union(*(d for n, d in devices.items() if networks[n]["role"] == "management"))
+    on_management = set(training for training, _management, _shared in training_on_management(networks, devices))
     for n in attachments:
-        if roles.get(n) == "training" and isinstance(attachments[n], str) and attachments[n] in mgmt_devices and not networks[n]["allow_on_management"]:
+        if n in on_management:
             warnings.append("fabric_attachments.%s: training network on %s, the management interface "
                             "(set fabric_networks.%s.allow_on_management: true if deliberate)" % (n, attachments[n], n))
 

@@ -9,58 +9,30 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import traceback
-from ansible_collections.gpuops.fabric.plugins.module_utils._names import (
-    ifname_problem,
-    network_problem,
-)
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, network_problem
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int, key_path, mappings_in
+
 try:
     import netaddr
-except ImportError:  # pragma: no cover - declared in requirements.txt
+except ImportError:  # pragma: no cover - declared in requirements.txt; plan_host says so by name
     netaddr = None
-    NETADDR_IMPORT_ERROR = traceback.format_exc()
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import key_path
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int
-
-NETADDR_IMPORT_ERROR = None
-
 
 ROLES = ("management", "training", "storage")
-
-
 NETWORK_KEYS = ("role", "subnet", "subnet6", "gateway", "gateway6", "vlan", "mtu", "routes", "allow_on_management",
                 "speed_mbps")
-
-
 ROUTE_KEYS = ("to", "via", "metric")
-
-
 BOND_KEYS = ("members", "mode", "lacp_rate", "xmit_hash_policy", "miimon", "primary", "mtu")
-
-
 BOND_MODES = ("balance-rr", "active-backup", "balance-xor", "broadcast", "802.3ad", "balance-tlb", "balance-alb")
 
 
 # The kernel's bonding documentation: xmit_hash_policy "for balance-xor, 802.3ad, and tlb modes"; lacp_rate only in
 # 802.3ad; primary only in active-backup, balance-tlb and balance-alb.
 HASH_MODES = ("balance-xor", "802.3ad", "balance-tlb")
-
-
 ADDRESS_KEYS = ("ipv4", "ipv6")
-
-
 NETWORK_STATES = ("merged", "replaced", "rendered", "gathered")
-
-
 HASH_POLICIES = ("layer2", "layer2+3", "layer3+4", "encap2+3", "encap3+4", "vlan+srcmac")
-
-
 LACP_RATES = ("slow", "fast")
-
-
 BACKENDS = ("auto", "netplan", "networkmanager", "networkd")
-
-
 MTU_MIN, MTU_MAX = 68, 9216
 
 
@@ -183,15 +155,7 @@ def validate_networks(value, errors, key="fabric_networks", check_overlap=True, 
                               % (where, speed))
             else:
                 item["speed_mbps"] = speed
-        routes = net.get("routes") or []
-        if not isinstance(routes, list):
-            errors.append("%s.routes: expected a list, got %r" % (where, routes))
-            routes = []
-        for index, route in enumerate(routes):
-            rwhere = "%s.routes[%d]" % (where, index)
-            if not isinstance(route, dict):
-                errors.append("%s: expected a mapping, got %r" % (rwhere, route))
-                continue
+        for _index, rwhere, route in mappings_in(net.get("routes") or [], where + ".routes", errors):
             for unknown in sorted(set(route) - set(ROUTE_KEYS), key=str):
                 errors.append("%s.%s: unknown key (known: %s)" % (rwhere, unknown, ", ".join(ROUTE_KEYS)))
             to = None
@@ -337,3 +301,27 @@ def validate_bonds(value, facts, errors, warnings, key="fabric_bonds"):
                        "xmit_hash_policy": policy, "miimon": miimon if is_int(miimon) else 100,
                        "primary": primary, "mtu": mtu}
     return bonds
+
+
+def read_attachments(value, errors):
+    """fabric_attachments as a mapping (network name -> device), {} when unset; anything else is an error."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errors.append("fabric_attachments: expected a mapping of network to device, got %r" % (value,))
+        return {}
+    return value
+
+
+def training_on_management(networks, devices):
+    """[(training network, management network, sorted shared devices)] for each training network that rides on a
+    device of a management network without ``allow_on_management``. ``devices``: {network name: set of devices}
+    (the planned attachments before a change, or the interfaces the addresses sit on after it)."""
+    training = [n for n, v in networks.items() if v["role"] == "training" and not v["allow_on_management"]]
+    shared = []
+    for management in (n for n, v in networks.items() if v["role"] == "management"):
+        for name in training:
+            common = sorted(devices.get(name, set()) & devices.get(management, set()))
+            if common:
+                shared.append((name, management, common))
+    return shared

@@ -3,22 +3,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""The fabric_* host variables: which exist, which decide what is written, and the check that catches typos and wrong types."""
+"""The fabric_* host variables: which exist, which decide what is written, and the check that catches typos and
+wrong types."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import difflib
-import traceback
-from ansible_collections.gpuops.fabric.plugins.module_utils._names import (
-    lldpd_pattern_problem,
-)
-try:
-    import netaddr
-except ImportError:  # pragma: no cover - declared in requirements.txt
-    netaddr = None
-    NETADDR_IMPORT_ERROR = traceback.format_exc()
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import lldpd_pattern_problem
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import NETWORK_STATES
 
@@ -49,8 +42,6 @@ fabric_molecule_project
 # The variables that decide what the network role writes: a near miss of one of these is an error.
 SHAPING_VARIABLES = frozenset(("fabric_networks", "fabric_bonds", "fabric_attachments", "fabric_addresses",
                                "fabric_host_index", "fabric_network_state", "fabric_network_backend"))
-
-
 _BOOLEAN_TEXT = ("true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f")
 
 
@@ -101,5 +92,3 @@ def check_variables(hostvars, errors, warnings):
     root = hostvars.get("fabric_network_root", "/")
     if not isinstance(root, str) or not root.startswith("/") or "\0" in root or any(c in root for c in "\n\r"):
         errors.append("fabric_network_root: %r must be an absolute path" % (root,))
-
-

@@ -18,32 +18,14 @@ the bus bandwidth of the slowest link (NCCL's "bus bandwidth" is defined so that
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
-
-
 PREAMBLE_SFD = 8
-
-
 ETHERNET_HEADER = 14
-
-
 FCS = 4
-
-
 INTER_FRAME_GAP = 12
-
-
 VLAN_TAG = 4
-
-
 IPV4_HEADER = 20
-
-
 IPV6_HEADER = 40
-
-
 TCP_HEADER = 20
-
-
 TCP_TIMESTAMPS = 12
 
 

@@ -19,8 +19,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ethernet_goodput
 from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import nic_by_name, ports_under
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ethernet_goodput
+
 
 def all_pairs(hosts):
     """Rounds of disjoint pairs covering every unordered pair exactly once."""

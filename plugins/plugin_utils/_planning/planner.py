@@ -21,8 +21,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import nic_by_name, ports_under
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import path_rank
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import (
-    ModelError, allreduce_time, ethernet_goodput, path_bottleneck,
+    allreduce_time, ethernet_goodput, ModelError, path_bottleneck,
 )
 
 LINK_SPEEDS_GBE = (10, 25, 100, 200, 400)
@@ -75,7 +76,7 @@ def node_paths(facts, mode="tcp", interface=None, mtu=1500, socket_gbytes=None):
             best = None
             for port in ports:
                 path = _path(facts, gpu, port["address"])
-                rank = ("PIX", "PXB", "PHB", "NODE", "SYS").index(path["type"]) if path and path.get("type") else 9
+                rank = path_rank(path.get("type") if path else None)
                 if best is None or rank < best[0]:
                     best = (rank, port, path)
             _rank, port, path = best

@@ -18,12 +18,8 @@ __metaclass__ = type
 import re
 
 _MODE = re.compile(r"^(\d+)base([A-Za-z0-9_]+)/(Full|Half)$")
-
-
 _PORTS = {"twisted pair": "twisted_pair", "direct attach copper": "direct_attach", "fibre": "fibre",
           "mii": "mii", "other": "other", "none": "none", "aui": "other", "bnc": "other", "da": "direct_attach"}
-
-
 _LISTS = {"supported link modes": "supported_modes", "advertised link modes": "advertised_modes",
           "link partner advertised link modes": "partner_modes"}
 

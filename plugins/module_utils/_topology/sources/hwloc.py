@@ -15,32 +15,23 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model impo
     NetDev, NumaNode, PciDevice, RdmaDevice, Topology,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import normalize_pci_address
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.xmlfile import MAX_NUMA_NODES, MAX_PLAUSIBLE_GBYTES, _MAX_SHOWN, _Notes, _add_pci, _hex_or_none, _mask_to_cpus, _note_dropped, _shown, _single_node, _small_int, load_xml
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.xmlfile import (
+    _add_pci, _hex_or_none, _mask_to_cpus, _MAX_SHOWN, _note_dropped, _Notes, _shown, _single_node, _small_int,
+    load_xml, MAX_NUMA_NODES, MAX_PLAUSIBLE_GBYTES,
+)
 
 # hwloc OS device types. XML format 1.x and 2.x number them; format 3.x uses bit flags.
 _HWLOC2_OSDEV = {"0": "storage", "1": "gpu", "2": "network", "3": "openfabrics", "4": "dma", "5": "coproc"}
-
-
 _HWLOC3_GPU = 4
-
-
 _HWLOC3_COPROC = 8
-
-
 _HWLOC3_NETWORK = 16
-
-
 _HWLOC3_OPENFABRICS = 32
 
 
 # OS devices through which a PCI function computes (CUDA, OpenCL, NVML, ROCm SMI, oneAPI Level Zero).
 # DRM nodes (card0, renderD128) are GPU-type OS devices too, but BMC display chips have them.
 _COMPUTE_SUBTYPES = frozenset(("cuda", "opencl", "nvml", "rsmi", "levelzero"))
-
-
 _COMPUTE_NAME_PREFIXES = ("cuda", "opencl", "nvml", "rsmi", "ze")
-
-
 _NOT_COMPUTE_SUBTYPES = frozenset(("mic", "drm", "display"))
 
 

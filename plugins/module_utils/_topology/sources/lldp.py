@@ -17,6 +17,7 @@ __metaclass__ = type
 
 import json
 
+
 class LldpError(ValueError):
     pass
 
@@ -152,8 +153,6 @@ def _sorted_neighbours(ports):
 # first of these.
 _KV_TOP = ("via", "rid", "age", "chassis", "port", "vlan", "pvid", "ppvid", "pi", "unknown-tlvs", "lldp-med", "dcbx",
            "power", "custom")
-
-
 _KV_ID_TYPES = ("mac", "ifname", "local", "ip", "ifalias")
 
 
@@ -237,3 +236,13 @@ def gather(run, lldpctl, socket=None):
     said = (err or out or kerr or kout).strip().splitlines()
     return {"agent": False, "reason": "no LLDP agent: lldpd is not running (%s)" % (said[-1] if said else rc),
             "ports": {}}
+
+
+def switch_name(neighbour):
+    """The name a neighbour's switch goes by: its system name, else its chassis id (None when it sent neither)."""
+    return neighbour.get("chassis_name") or neighbour.get("chassis_id")
+
+
+def switch_port_name(neighbour):
+    """The name of the switch port: its description (what operators label ports with), else its port id."""
+    return neighbour.get("port_descr") or neighbour.get("port_id")

@@ -8,11 +8,7 @@
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
-
-
 NCCL_CONF = "/etc/nccl.conf"
-
-
 NCCL_CONF_MAX_BYTES = 1 << 20
 
 
@@ -23,7 +19,7 @@ def read_nccl_conf(root, warn=None):
     plus a note to ``warn``.
     """
     from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.settings import parse_conf
-    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs import SysfsReader
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.reader import SysfsReader
     reader = SysfsReader(root or "/")
     data = reader.read_bytes(reader.path(NCCL_CONF), limit=NCCL_CONF_MAX_BYTES)
     text = None

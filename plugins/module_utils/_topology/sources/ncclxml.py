@@ -14,11 +14,17 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist im
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
     NetDev, NumaNode, PciDevice, RdmaDevice, RdmaPort, Topology,
 )
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import parse_link_speed, parse_link_width
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import normalize_pci_address
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.xmlfile import MAX_NUMA_NODES, MAX_PLAUSIBLE_GTS, MAX_PLAUSIBLE_MBPS, _MAX_SHOWN, _Notes, _add_pci, _hex_or_none, _mask_to_cpus, _note_dropped, _shown, _small_int, load_xml
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
+    normalize_pci_address, parse_link_speed, parse_link_width,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.xmlfile import (
+    _add_pci, _hex_or_none, _mask_to_cpus, _MAX_SHOWN, _note_dropped, _Notes, _shown, _small_int, load_xml,
+    MAX_NUMA_NODES, MAX_PLAUSIBLE_GTS, MAX_PLAUSIBLE_MBPS,
+)
 
 # ---- NCCL -------------------------------------------------------------------------------------
+
+
 def read_nccl_xml(path):
     """NCCL/RCCL topology XML (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE format).
 

@@ -25,8 +25,6 @@ PYNVML_IMPORT_ERROR = None
 
 # What NVML can answer, per GpuInfo field: (low, high) for numbers; anything else is left None with a warning.
 MAX_GPUS = 4096
-
-
 _LIMITS = {
     "max_generation": (1, 15),
     "current_generation": (1, 15),
@@ -34,14 +32,8 @@ _LIMITS = {
     "current_width": (1, 32),
     "performance_state": (0, 15),
 }
-
-
 _WIDTHS = (1, 2, 4, 8, 12, 16, 32)
-
-
 _PSTATE_UNKNOWN = 32  # NVML_PSTATE_UNKNOWN
-
-
 _MAX_TEXT = 256
 
 

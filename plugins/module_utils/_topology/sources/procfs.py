@@ -175,22 +175,13 @@ def _decimal_ascii(text):
     return all(c in "0123456789" for c in text)
 
 
-def address_key(text):
-    """Sort key of "address/prefix" strings: numeric for addresses, text for anything else."""
-    try:
-        iface = ipaddress.ip_interface(text)
-        return (0, iface.version, int(iface.ip), iface.network.prefixlen, "")
-    except ValueError:
-        return (1, 0, 0, 0, text)
-
-
 class RouteIndex:
     """Connected routes by prefix length, longest first: a lookup costs at most 32 dict probes."""
 
     def __init__(self, routes):
         by_mask = {}
         for iface, network, mask in routes:
-            by_mask.setdefault(mask, {}).setdefault(network, iface)  # the first route listed wins, as in _route_for
+            by_mask.setdefault(mask, {}).setdefault(network, iface)  # the first route listed wins, as in route_for
         self.masks = sorted(by_mask.items(), key=lambda item: -item[0])
 
     def lookup(self, address):

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""What both XML topology sources share: the bounded, entity-free XML reader and the notes, limits and PCI helpers of a Topology built from XML."""
+"""What both XML topology sources share: the bounded, entity-free XML reader and the notes, limits and PCI helpers
+of a Topology built from XML."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -19,11 +20,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors imp
 
 # The hwloc export of a 4096-core machine with full I/O is a few MB; NCCL's files are tens of KB.
 MAX_XML_BYTES = 32 * 1024 * 1024
-
-
 MAX_XML_DEPTH = 256
-
-
 MAX_XML_ELEMENTS = 500000
 
 
@@ -37,14 +34,8 @@ MAX_NUMA_NODES = 1024
 
 # Notes kept per file; the rest are counted in one last note.
 MAX_WARNINGS = 100
-
-
 _MAX_SHOWN = 40  # characters of a value quoted in a note
-
-
 _READ_CHUNK = 1024 * 1024
-
-
 _MAX_XML_BYTES = MAX_XML_BYTES  # older name
 
 
@@ -54,8 +45,6 @@ MAX_PLAUSIBLE_MBPS = 1600000
 
 # Per-lane rate and usable link bandwidth far above PCIe 7.0 (128 GT/s, x32 = 484 GB/s).
 MAX_PLAUSIBLE_GTS = 1024.0
-
-
 MAX_PLAUSIBLE_GBYTES = 4096.0
 
 

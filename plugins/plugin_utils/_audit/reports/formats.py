@@ -15,9 +15,5 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.junit
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.markdown_report import render_markdown
 
 FORMATS = ("json", "md", "junit", "html")
-
-
 FILENAMES = {"json": "report.json", "md": "report.md", "junit": "junit.xml", "html": "report.html"}
-
-
 REPORT_RENDERERS = {"json": render_json, "md": render_markdown, "junit": render_junit, "html": render_html}

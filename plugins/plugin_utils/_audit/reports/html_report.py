@@ -27,8 +27,6 @@ text-align:left;vertical-align:top}th{background:#f3f3f3}
 #hosts tr.worst-unknown td{background:#ececec}
 details summary{cursor:pointer}details ul{margin:.3rem 0;padding-left:1.2rem}.more{color:#666}
 """
-
-
 _JS = """
 function applyFilters(){
   var sev=document.getElementById('f-severity').value, host=document.getElementById('f-host').value.toLowerCase(),

@@ -11,5 +11,6 @@ __metaclass__ = type
 
 import json
 
+
 def render_json(report):
     return json.dumps(report, indent=2, sort_keys=False, default=str) + "\n"

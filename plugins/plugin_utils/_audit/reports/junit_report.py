@@ -12,6 +12,7 @@ __metaclass__ = type
 from xml.etree import ElementTree
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
 
+
 def render_junit(report):
     """One testsuite per host, one testcase per host x rule: fail findings fail the case."""
     suites = ElementTree.Element("testsuites", name="gpuops.fabric audit")

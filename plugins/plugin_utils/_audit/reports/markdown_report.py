@@ -10,7 +10,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.html_report import _cabling_cells
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import group_findings, hosts_by_failures
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
+    group_findings, hosts_by_failures,
+)
+
 
 def _md(text):
     return str(text).replace("|", "\\|").replace("\n", " ")

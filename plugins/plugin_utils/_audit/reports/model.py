@@ -13,11 +13,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog impor
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import SEVERITY_RANK
 
 REPORT_SCHEMA_VERSION = 1
-
-
 LINE_WIDTH = 280  # the longest console line of a finding (printed, with its indent, under 300); reports: full text
-
-
 ELLIPSIS = "\u2026"
 
 

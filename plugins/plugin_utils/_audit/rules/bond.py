@@ -12,6 +12,8 @@ __metaclass__ = type
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule
 
 # ---- bonds ------------------------------------------------------------------------------------------
+
+
 def _bonds(ctx):
     ctx.need("bonds")
     if not ctx.facts["bonds"]:

@@ -12,6 +12,8 @@ __metaclass__ = type
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule
 
 # ---- configuration drift ----------------------------------------------------------------------------
+
+
 @host_rule(
     "DRIFT-001", "Network configuration drifted from the intent", "fail",
     """The node's network files differ from what the inventory's intent renders: someone changed an MTU, removed
@@ -20,7 +22,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
     """Review the diff; if the change is wanted, put it in the inventory's intent, then run
     `ansible-playbook gpuops.fabric.network` to apply the intent again.""")
 def drift_network(ctx):
-    drift = ctx.expect.get("drift")
+    drift = ctx.observed.get("drift")
     if drift is None:
         raise NotApplicable("no drift check ran (use playbooks/drift.yml)")
     if drift.get("error"):

@@ -12,6 +12,8 @@ __metaclass__ = type
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule
 
 # ---- GPUDirect RDMA ---------------------------------------------------------------------------------
+
+
 @host_rule(
     "GDR-001", "GPUDirect RDMA module not loaded", "fail",
     """With RDMA, NCCL moves data between GPU memory and the NIC directly only when nvidia_peermem (or the

@@ -9,8 +9,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import _attached, _ports_of
+
 
 def _link_modes(ctx, roles=None):
     """[(network, net, port's NIC fact, link_modes)] for ports under attached networks (of ``roles``) with link

@@ -9,7 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import switch_name, switch_port_name
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import _attached, _ports_of
 
 # ---- the switch side, seen from the host (LLDP) and the NICs' link modes ---------------------------------------
@@ -27,8 +28,7 @@ def _lldp(ctx):
 
 
 def _switch_port(neighbour):
-    return "%s %s" % (neighbour.get("chassis_name") or neighbour.get("chassis_id") or "?",
-                      neighbour.get("port_descr") or neighbour.get("port_id") or "?")
+    return "%s %s" % (switch_name(neighbour) or "?", switch_port_name(neighbour) or "?")
 
 
 def _neighbours_under(ctx, wanted):

@@ -9,12 +9,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import (
-    ifname_matches,
-)
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule
+from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import ifname_matches
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
 
 # ---- NCCL ---------------------------------------------------------------------------------------------
+
+
 @host_rule(
     "NCCL-001", "NCCL configuration drifted from what the facts and intent give", "fail",
     """/etc/nccl.conf differs from what the nccl role derives from this node's facts and the network intent: it
@@ -22,7 +22,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
     not run since. NCCL then picks interfaces or HCAs nobody reviewed.""",
     """Review the diff; put wanted values in fabric_nccl_env, then run `ansible-playbook gpuops.fabric.nccl`.""")
 def nccl_drift(ctx):
-    drift = ctx.expect.get("nccl_drift")
+    drift = ctx.observed.get("nccl_drift")
     if drift is None:
         raise NotApplicable("no NCCL drift check ran (use playbooks/drift.yml)")
     if drift.get("error"):

@@ -10,10 +10,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import fnmatch
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import (
-    base_interface,
+from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import base_interface
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import (
+    host_rule, inventory_rule, NotApplicable,
 )
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule, inventory_rule
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import training_on_management
 
 # ---- expectations helpers ---------------------------------------------------------------------------
 _MATCHES = {}
@@ -237,19 +238,12 @@ def net_training_on_management(ctx):
         raise NotApplicable("fabric_networks names no training and management network")
     attachments = ctx.expect.get("attachments") or {}
     addresses = _interface_addresses(ctx.facts)
-    for mgmt_name, mgmt in management:
-        mgmt_ifaces = set(base_interface(ctx.facts, i) for i, a in addresses if any(a.ip in s for s in mgmt["subnets"]))
-        if attachments.get(mgmt_name):
-            mgmt_ifaces.add(base_interface(ctx.facts, attachments[mgmt_name]))
-        for name, net in training:
-            if net["allow_on_management"]:
-                continue
-            ifaces = set(base_interface(ctx.facts, i) for i, a in addresses if any(a.ip in s for s in net["subnets"]))
-            if attachments.get(name):
-                ifaces.add(base_interface(ctx.facts, attachments[name]))
-            shared = sorted(ifaces & mgmt_ifaces)
-            if shared:
-                ctx.finding(shared[0], "training network %s rides on %s, the management interface (%s)"
-                            % (name, shared[0], mgmt_name),
-                            {"training": name, "management": mgmt_name, "interfaces": shared,
-                             "attachments": dict((k, attachments.get(k)) for k in (name, mgmt_name))})
+    devices = {}
+    for name, net in training + management:
+        devices[name] = set(base_interface(ctx.facts, i) for i, a in addresses if any(a.ip in s for s in net["subnets"]))
+        if attachments.get(name):
+            devices[name].add(base_interface(ctx.facts, attachments[name]))
+    for name, mgmt_name, shared in training_on_management(networks, devices):
+        ctx.finding(shared[0], "training network %s rides on %s, the management interface (%s)" % (name, shared[0], mgmt_name),
+                    {"training": name, "management": mgmt_name, "interfaces": shared,
+                     "attachments": dict((k, attachments.get(k)) for k in (name, mgmt_name))})

@@ -9,9 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule
-
-_PATH_RANK = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4}
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import path_rank
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
 
 
 # ---- NUMA -------------------------------------------------------------------------------------------
@@ -55,7 +54,7 @@ def numa_paired_nic(ctx):
         fast = set(n["address"] for n in ctx.facts.get("nics") or [] if n.get("address") and (n.get("speed_mbps") or 0) >= 100000)
     if not gpus or len(fast) < len(gpus):
         raise NotApplicable("fewer high-speed NICs (%d) than GPUs (%d): no one-to-one pairing" % (len(fast), len(gpus)))
-    pairs = sorted((_PATH_RANK.get(p["type"], len(_PATH_RANK)), p["gpu"], p["nic"], p)
+    pairs = sorted((path_rank(p["type"]), p["gpu"], p["nic"], p)
                    for p in ctx.facts["paths"]["gpu_nic"] if p["nic"] in fast)
     taken_gpu, taken_nic = set(), set()
     for _rank, gpu, nic, path in pairs:

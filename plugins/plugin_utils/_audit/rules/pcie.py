@@ -9,9 +9,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import gpu_link_values
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
 
 # ---- PCIe -------------------------------------------------------------------------------------------
+
+
 @host_rule(
     "PCIE-001", "GPU link narrower than it should be", "fail",
     """A GPU trained to fewer lanes than its slot gives moves half (or less) of the data per second over
@@ -22,11 +25,8 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
 def pcie_gpu_width(ctx):
     ctx.need("gpus")
     for gpu in ctx.facts["gpus"]:
-        current = gpu["link"]["current"]["width"]
-        nvml = gpu.get("nvml") or {}
-        maximum = nvml.get("max_width") or gpu["link"]["max"]["width"]
-        if nvml.get("current_width"):
-            current = nvml["current_width"]
+        values = gpu_link_values(gpu["link"], gpu.get("nvml"))
+        current, maximum = values["current_width"], values["max_width"]
         expected = ctx.expect["gpu"].get("width") or maximum
         if current is None or expected is None:
             continue
@@ -45,20 +45,18 @@ def pcie_gpu_width(ctx):
 def pcie_gpu_generation(ctx):
     ctx.need("gpus")
     for gpu in ctx.facts["gpus"]:
-        nvml = gpu.get("nvml") or {}
-        current = nvml.get("current_generation") or gpu["link"]["current"]["generation"]
-        maximum = nvml.get("max_generation") or gpu["link"]["max"]["generation"]
+        values = gpu_link_values(gpu["link"], gpu.get("nvml"))
+        current, maximum, pstate = values["current_generation"], values["max_generation"], values["performance_state"]
         expected = ctx.expect["gpu"].get("generation") or maximum
         if current is None or expected is None or current >= expected:
             continue
         evidence = {"current_generation": current, "max_generation": maximum, "expected_generation": expected,
-                    "performance_state": nvml.get("performance_state")}
-        if nvml.get("performance_state") == 0:
+                    "performance_state": pstate}
+        if pstate == 0:
             ctx.finding(gpu["address"], "GPU %s runs at Gen%d while busy (P0), expected Gen%d"
                         % (gpu["address"], current, expected), evidence)
         else:
-            why = ("idle at P%d" % nvml["performance_state"] if nvml.get("performance_state") is not None
-                   else "no NVML to say whether it is busy")
+            why = "idle at P%d" % pstate if pstate is not None else "no NVML to say whether it is busy"
             ctx.finding(gpu["address"], "GPU %s at Gen%d (max Gen%d): %s, cannot judge at idle"
                         % (gpu["address"], current, expected, why), evidence, severity="info")
 
@@ -217,7 +215,7 @@ def pcie_upstream(ctx):
 #   when not in use is an important integral part of the GPU's power management", forums.developer.nvidia.com
 #   /t/prevent-pcie-from-reducing-gen/72537; baaz.dev/blog/understanding-power-management-in-gpu-via-pcie shows
 #   LnkSta 2.5GT/s "downgraded" on idle GPUs in Gen5 slots). A lower generation is "idle, cannot judge"; a narrower
-#   width is a finding (DESIGN.md: width stays). GPUs listed in the gpus facts are judged by PCIE-001/PCIE-002 (with
+#   width is a finding (a GPU's link width does not drop at idle). GPUs listed in the gpus facts are judged by PCIE-001/PCIE-002 (with
 #   NVML and fabric_expectations.gpu); PCIE-005 judges GPUs and accelerators only where those facts are absent.
 # - NICs and HCAs keep the link they trained to at probe: the kernel prints it once, at driver load, as
 #   "4.000 Gb/s available PCIe bandwidth, limited by 5.0 GT/s PCIe x1 link at 0000:00:00.0 (capable of 32.000 Gb/s
@@ -226,7 +224,7 @@ def pcie_upstream(ctx):
 #   LnkCap 8GT/s x4 and "wouldn't have the expected throughput", geerlingguy/raspberry-pi-pcie-devices#143). ASPM
 #   (L0s/L1) saves power in link states, not by training to a lower speed or width, so LnkSta of an idle NIC still
 #   shows what it trained to. A NIC or HCA below its own maximum is a fault even with every port down
-#   (DESIGN.md, Known traps: a 10GbE card at 2.5 GT/s x1 carries 0.25 GB/s).
+#   (a 10GbE card at 2.5 GT/s x1 carries 0.25 GB/s).
 _LINK_POLICY = {
     # kind: (label, severity when the generation is low, severity when the width is narrow)
     "nic": ("NIC", "fail", "fail"),

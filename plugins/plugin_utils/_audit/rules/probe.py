@@ -9,11 +9,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule, inventory_rule
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import (
+    host_rule, inventory_rule, NotApplicable, observed,
+)
 
 # ---- probes (traffic between the hosts; opt-in) -----------------------------------------------------------------
+
+
 def _probes(ctx, key=None):
-    probes = ctx.expect.get("probes")
+    probes = ctx.observed.get("probes")
     if not isinstance(probes, dict):
         raise NotApplicable("no probes ran (opt in with fabric_probes_enabled: true or --tags probes)")
     if key is not None and not isinstance(probes.get(key), list):
@@ -38,7 +42,7 @@ def probe_jumbo(ctx, hosts):
     tried, failed = {}, []
     ran = False
     for host, (_facts, expect) in sorted(hosts.items()):
-        probes = expect.get("probes")
+        probes = observed(expect, "probes")
         if not isinstance(probes, dict) or not isinstance(probes.get("jumbo"), list):
             continue
         ran = True

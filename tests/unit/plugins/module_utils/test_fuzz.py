@@ -17,9 +17,8 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts impo
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import parse_link_speed, parse_link_width
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import normalize_pci_address
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.procfs import parse_proc_bonding
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs import (
-    ipv4_from_gid, parse_acs_control,
-)
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import parse_acs_control
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.rdma import ipv4_from_gid
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -23,7 +23,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._network.common impo
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.netplan import parse_netplan
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.networkd import parse_networkd
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.networkmanager import parse_keyfiles
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import sysfs as _sysfs
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs import files as _sysfs
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import hex_pair
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import (
     MAX_CPUS, format_cpulist, parse_cpulist, parse_cpumask,
@@ -35,9 +35,10 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie impor
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.procfs import (
     parse_fib_trie_local, parse_if_inet6, parse_proc_bonding, parse_proc_route,
 )
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs import (
-    PROCFS_MAX_BYTES, SYSFS_MAX_BYTES, SysfsReader, ipv4_from_gid, parse_acs_control, parse_uevent,
-)
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.files import PROCFS_MAX_BYTES, SYSFS_MAX_BYTES
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import parse_acs_control, parse_uevent
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.rdma import ipv4_from_gid
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.reader import SysfsReader
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import parse_decimal
 
 JOIN_TIMEOUT = 60
@@ -603,8 +604,7 @@ def test_every_text_parser_returns_on_random_bytes(data):
                        (parse_proc_bonding, ("bond0", text, warnings.append)), (ipv4_from_gid, (text,)),
                        (normalize_pci_address, (text,)), (parse_link_speed, (text,)), (parse_link_width, (text,)),
                        (parse_decimal, (text,)), (parse_acs_control, (data,)), (hex_pair, (text,)),
-                       (parse_keyfiles, ([text],)), (parse_networkd, ({"a.network": text,
-                                                                                      "b.netdev": text},)),
+                       (parse_keyfiles, ([text],)), (parse_networkd, ({"a.network": text, "b.netdev": text},)),
                        (markers, ([text],))):
         assert _bounded(func, *args) < limit, func.__name__
 

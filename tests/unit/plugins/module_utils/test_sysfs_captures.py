@@ -161,7 +161,7 @@ class TestProcfsFragments:
 
 
 def test_acs_parser():
-    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs import parse_acs_control
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import parse_acs_control
     assert parse_acs_control(bytes(64)) == (False, None)  # header only: not root, or a capture
     space = bytearray(4096)
     space[0x100:0x104] = (0x0001 | (1 << 16) | (0x180 << 20)).to_bytes(4, "little")  # AER -> 0x180

@@ -10,8 +10,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import xmlfile as _xmlsources
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.hwloc import read_hwloc_xml
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ncclxml import read_nccl_xml
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 

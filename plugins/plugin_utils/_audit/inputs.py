@@ -1,0 +1,80 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""What the audit reads of each host: the one place that states which registered results (the playbooks' and roles'
+``register:`` names) and which host variables the validate action takes in. A playbook that renames a register
+must rename it here too; tests/unit/plugins/plugin_utils/_audit/test_inputs.py checks both sides agree."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.apply import unified
+
+# registered result -> (where it is registered, what the audit takes from it)
+REGISTERED = {
+    "fabric_audit_gather": ("playbooks/audit.yml", "whether topology_facts reached the host (unreachable, failed)"),
+    "network_result": ("roles/network/tasks/main.yml", "the network role's check-mode result: drift (DRIFT-001)"),
+    "nccl_conf": ("roles/nccl/tasks/main.yml", "the nccl role's file task in check mode with diff: NCCL-001"),
+}
+# host variable -> the audit input it becomes
+HOST_VARIABLES = {
+    "fabric_expectations": "expectations",
+    "fabric_waivers": "waivers",
+    "fabric_networks": "networks",
+    "fabric_attachments": "attachments",
+    "fabric_nccl_mode": "nccl_mode",
+    "fabric_probe_results": "probes",
+    "fabric_cabling": "cabling",
+    "fabric_audit_waiver_horizon_days": "waiver_horizon_days",
+}
+FACTS_KEY = "gpuops_fabric"  # ansible_facts.gpuops_fabric, set by topology_facts
+
+
+def host_input(hostvars, drift=False):
+    """One host's audit input from its hostvars: its facts, its policy variables, its status (audited, unreachable,
+    failed), and -- for the drift playbook -- what the network and nccl roles would change."""
+    gathered = hostvars.get("fabric_audit_gather") or {}
+    facts = (hostvars.get("ansible_facts") or {}).get(FACTS_KEY)
+    if gathered.get("unreachable"):
+        status, reason = "unreachable", gathered.get("msg")
+    elif gathered.get("failed"):
+        status, reason = "failed", gathered.get("msg")
+    elif facts:
+        status, reason = "audited", None
+    else:
+        status, reason = "failed", "no gpuops_fabric facts (topology_facts did not run on this host)"
+    entry = {"facts": facts, "status": status, "reason": reason,
+             "drift": network_drift(hostvars.get("network_result")) if drift else None,
+             "nccl_drift": nccl_drift(hostvars.get("nccl_conf")) if drift else None}
+    for variable, key in HOST_VARIABLES.items():
+        entry[key] = hostvars.get(variable)
+    return entry
+
+
+def network_drift(result):
+    """What the network role would change (its check-mode result), or None when it did not run."""
+    if not isinstance(result, dict) or result.get("skipped") or "files" not in result:
+        return None
+    if result.get("failed"):
+        return {"error": result.get("msg")}
+    return {"changes": [str(f) for f in result.get("files") or []] if result.get("changed") else [],
+            "diff": result.get("diff_text") or "", "backend": result.get("backend")}
+
+
+def nccl_drift(result):
+    """What the nccl role's file task would change (check mode with diff), or None when it did not run."""
+    if not isinstance(result, dict) or result.get("skipped") or "changed" not in result:
+        return None
+    if result.get("failed"):
+        return {"error": result.get("msg")}
+    entries = result.get("diff") or []
+    dest = result.get("dest")
+    diff = unified([{"before_header": str(e.get("before_header") or dest or "before"),
+                     "after_header": str(e.get("after_header") or dest or "after"),
+                     "before": str(e.get("before") or ""), "after": str(e.get("after") or "")}
+                    for e in (entries if isinstance(entries, list) else [entries])
+                    if isinstance(e, dict) and "after" in e])
+    return {"changed": bool(result.get("changed")), "path": result.get("dest"), "diff": diff}
