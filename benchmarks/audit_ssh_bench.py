@@ -1,4 +1,4 @@
-"""Benchmark: the audit over real SSH on 16 / 64 / 128 namespace hosts (tests/nshosts.py), beside
+"""Benchmark: the audit over real SSH on 16 / 64 / 128 namespace hosts (tests/utils/nshosts.py), beside
 `ansible -m setup` on the same hosts in the same run, and the audit with probes (full-size pings + iperf3).
 
 Prints wall times, ratios and module round trips per host; asserts nothing. Target from issue 6: audit at most
@@ -20,6 +20,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
+sys.path.insert(0, os.path.join(REPO, "tests", "utils"))
 
 import conftest  # noqa: E402
 from nshosts import NamespaceHosts, iperf3_processes  # noqa: E402

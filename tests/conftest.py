@@ -35,6 +35,7 @@ COLLECTIONS_ROOT = _collection_root()
 if COLLECTIONS_ROOT not in sys.path:
     sys.path.insert(0, COLLECTIONS_ROOT)
 sys.path.insert(0, os.path.join(REPO, "scripts"))
+sys.path.insert(0, os.path.join(REPO, "tests", "utils"))  # helpers: nshosts, sysfs_tree
 
 import fixtures as _fixtures  # noqa: E402  (scripts/fixtures.py)
 

@@ -12,7 +12,7 @@ import os
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import hostname_problem, safe_join
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import training_interface
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import training_interface
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
 from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError

@@ -9,9 +9,9 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import UnsafeValue
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import training_interface
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.settings import MODES, nccl_settings, render_conf
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.topology_file import topology_xml
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import training_interface
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.settings import MODES, nccl_settings, render_conf
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.topology_file import topology_xml
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction
 
 ARGUMENT_SPEC = dict(

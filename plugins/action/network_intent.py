@@ -10,13 +10,13 @@ import os
 
 from ansible.errors import AnsibleActionFail
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import hostname_problem, safe_join, UnsafeValue
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import NETWORK_RENDERERS as RENDERERS
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.addresses import allocate_indices
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.plan import check_collisions, plan_host
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import IntentError, validate_networks
-from ansible_collections.gpuops.fabric.plugins.module_utils._names import UnsafeValue, hostname_problem, safe_join
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import NETWORK_RENDERERS as RENDERERS
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
-from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
 
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str"),

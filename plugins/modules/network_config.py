@@ -163,12 +163,12 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.readback import gather_intent
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.apply import (
-    ApplyError, apply_changes, plan_changes, present_files, unified,
+    apply_changes, ApplyError, plan_changes, present_files, unified,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import backend_module, detect_backend
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.readback import gather_intent
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.rollback import (
     arm_rollback, confirm, connection_interface, defer_apply,
 )

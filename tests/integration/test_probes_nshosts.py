@@ -1,4 +1,4 @@
-"""Probes over real SSH between namespace hosts (tests/nshosts.py): four hosts on a 9000-byte training network, one
+"""Probes over real SSH between namespace hosts (tests/utils/nshosts.py): four hosts on a 9000-byte training network, one
 of them at MTU 1500, links shaped with tc tbf to 1 Gbit/s and one to 300 Mbit/s on a network declared 1GbE.
 
 The audit with probes must name the 1500 host in every failing jumbo pair, judge the 1 Gbit/s links against the

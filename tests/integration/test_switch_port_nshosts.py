@@ -1,5 +1,5 @@
 """The switch side's faults found by the audit over real SSH, on real LLDP frames: a namespace host (the node) and a
-second one that advertises what a switch port does (tests/nshosts.py ``switch=``: chassis leaf01, its port id, PVID,
+second one that advertises what a switch port does (tests/utils/nshosts.py ``switch=``: chassis leaf01, its port id, PVID,
 VLAN list and maximum frame size as IEEE 802.1/802.3 TLVs, sent by lldpd as custom TLVs and decoded by the node's
 lldpd as it decodes a switch's).
 

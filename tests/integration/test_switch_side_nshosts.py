@@ -1,4 +1,4 @@
-"""LLDP facts over real SSH: two namespace hosts (tests/nshosts.py) whose training links meet on a bridge that passes
+"""LLDP facts over real SSH: two namespace hosts (tests/utils/nshosts.py) whose training links meet on a bridge that passes
 LLDP, lldpd in each; topology_facts on one host reports the other as the neighbour on eth1, and says "no LLDP agent"
 where lldpd does not run."""
 

@@ -12,10 +12,10 @@ __metaclass__ = type
 import difflib
 import os
 import stat
+from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import backend_module
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import on_root
-from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
 
 
 class ApplyError(Exception):

@@ -11,8 +11,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import HEADER, _iface, _int, _mapping, _markers, _q, _routes, _sequence
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import link_members, on_root
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import (
+    _iface, _int, _mapping, _markers, _q, _routes, _sequence, HEADER, link_members, on_root,
+)
 
 # Where netplan reads its files, and the one this collection owns there. Nothing else is touched.
 DIRECTORY = "/etc/netplan"

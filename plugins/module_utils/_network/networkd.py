@@ -12,12 +12,10 @@ __metaclass__ = type
 
 import os
 import re
-from ansible_collections.gpuops.fabric.plugins.module_utils._names import (
-    networkd_value,
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import networkd_value
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import (
+    _file_part, _iface, _int, _markers, _primary_of, HEADER, interface_order, parse_ini,
 )
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import HEADER, _file_part, _iface, _int, _markers, _primary_of
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import parse_ini
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import interface_order
 
 # Where systemd-networkd reads its files, and the names this collection owns there (PREFIX + interface + .netdev
 # or .network). Nothing else is touched.

@@ -13,12 +13,10 @@ __metaclass__ = type
 import os
 import re
 import uuid
-from ansible_collections.gpuops.fabric.plugins.module_utils._names import (
-    keyfile_value,
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import keyfile_value
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import (
+    _file_part, _iface, _int, _markers, HEADER, interface_order, on_root, parse_ini,
 )
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import HEADER, _file_part, _iface, _int, _markers
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import interface_order, on_root
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import parse_ini
 
 # Where NetworkManager keeps its keyfiles, and the names this collection owns there. Nothing else is touched.
 # A keyfile is PREFIX + interface + SUFFIX; its connection id is its name without SUFFIX (apply_commands relies on it).

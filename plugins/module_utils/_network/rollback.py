@@ -21,8 +21,6 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends im
 
 # ---- the controller's own path, and rollback -----------------------------------------------------------
 ROLLBACK_DIR = "/var/lib/gpuops-fabric/rollback"
-
-
 ROLLBACK_UNIT = "gpuops-fabric-rollback"
 
 

@@ -14,8 +14,6 @@ import re
 
 # Plausible ranges of the numbers read, (low, high) inclusive: anything outside is no kernel's answer.
 MAX_SPEED_MBPS = 3200000  # 3.2 Tbit/s: twice 1.6 Tbit/s, the fastest Ethernet rate standardised
-
-
 LIMITS = {
     "numa_node": (0, 1023),          # MAX_NUMNODES: NODES_SHIFT is at most 10
     "distance": (0, 255),            # ACPI SLIT entries are one byte
@@ -43,11 +41,7 @@ UNKNOWN_SPEEDS = (-1, 65535, 4294967295)
 # Digit strings of any length a file can hold are numbers (then out of range); int() of a few thousand digits is
 # quick, and Python refuses more than 4300.
 INT_RE = re.compile(r"^-?[0-9]{1,4000}$")
-
-
 RATE_RE = re.compile(r"^[0-9]{1,4000}(?:\.[0-9]{1,9})?$")
-
-
 HEX_RE = re.compile(r"^(?:0[xX])?[0-9a-fA-F]{1,16}$")
 
 

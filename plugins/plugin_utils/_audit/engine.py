@@ -55,7 +55,8 @@ OBSERVATIONS = ("drift", "nccl_drift", "probes")
 
 def observed(expect, key):
     """One observation of a host's audit input (see OBSERVATIONS), for inventory rules that walk all hosts."""
-    assert key in OBSERVATIONS, key
+    if key not in OBSERVATIONS:
+        raise KeyError("%r is not an observation (%s)" % (key, ", ".join(OBSERVATIONS)))
     return expect.get(key)
 
 

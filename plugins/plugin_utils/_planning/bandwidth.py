@@ -5,7 +5,7 @@
 # Private to the gpuops.fabric collection: the API may change without notice.
 """The bandwidth model: what a link really carries, and what that means for an allreduce.
 
-Pure arithmetic, shared by the filters, the rules and the planner.
+Pure arithmetic, shared by the filters, the planner and the probe pairing.
 
 Ethernet: every frame on the wire costs, beyond the MTU-sized IP packet, 8 bytes of preamble and start
 delimiter, 14 of Ethernet header, 4 of FCS and 12 of inter-frame gap (38 in all; 42 with an 802.1Q tag).

@@ -19,7 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import nic_by_name, ports_under
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import nic_by_name, ports_under
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ethernet_goodput
 
 

@@ -20,7 +20,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import nic_by_name, ports_under
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import nic_by_name, ports_under
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import path_rank
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import (
     allreduce_time, ethernet_goodput, ModelError, path_bottleneck,

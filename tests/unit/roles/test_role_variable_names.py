@@ -8,7 +8,7 @@ import os
 
 import yaml
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from conftest import REPO
 
 
 def tasks(node):

@@ -3,11 +3,25 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""The node's /etc/nccl.conf, read as a facts source (bounded, regular files only)."""
+"""The node's /etc/nccl.conf, read as a facts source (bounded, regular files only) and parsed as NCCL reads it."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+
+def parse_conf(text):
+    """{name: value} of an nccl.conf as NCCL reads it (KEY=VALUE lines; '#' comments)."""
+    values = {}
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        name, value = line.split("=", 1)
+        values[name.strip()] = value.strip()
+    return values
+
+
 NCCL_CONF = "/etc/nccl.conf"
 NCCL_CONF_MAX_BYTES = 1 << 20
 
@@ -18,9 +32,9 @@ def read_nccl_conf(root, warn=None):
     Read like the sysfs files (regular files only, non-blocking, at most 1 MiB); anything odd is absent
     plus a note to ``warn``.
     """
-    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.settings import parse_conf
-    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.reader import SysfsReader
-    reader = SysfsReader(root or "/")
+
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.files import SysfsFiles
+    reader = SysfsFiles(root or "/")
     data = reader.read_bytes(reader.path(NCCL_CONF), limit=NCCL_CONF_MAX_BYTES)
     text = None
     if data is not None:

@@ -11,11 +11,9 @@ __metaclass__ = type
 
 import ipaddress
 import sys
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
-    Bond, BondMember,
-)
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import Bond, BondMember
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import (
-    LIMITS, UNKNOWN_SPEEDS, hex_field, in_limits, is_hex, parse_decimal, short_text,
+    hex_field, in_limits, is_hex, LIMITS, parse_decimal, short_text, UNKNOWN_SPEEDS,
 )
 
 BOND_MODE_NAMES = {

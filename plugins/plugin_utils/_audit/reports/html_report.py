@@ -10,7 +10,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from html import escape
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import group_findings, hosts_by_failures, worst_severity
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
+    cabling_cells, group_findings, hosts_by_failures, worst_severity,
+)
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
@@ -102,7 +104,7 @@ def render_html(report):
                 '<table id="cabling"><thead><tr><th>host</th><th>port</th><th>switch</th><th>switch port</th>'
                 "<th>VLANs</th><th>aggregation</th><th>max frame</th></tr></thead><tbody>"]
         for c in report["cabling"]:
-            out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in _cabling_cells(c, "")))
+            out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in cabling_cells(c, "")))
         out.append("</tbody></table>")
     out += ["<h2>Rules</h2>", "<table><thead><tr><th>rule</th><th>severity</th><th>why it matters</th><th>fix</th>"
             "</tr></thead><tbody>"]
@@ -129,14 +131,6 @@ def _html_group_cells(group):
     rest = "".join("<li>%s: %s</li>" % (esc(str(f["subject"])), esc(f["message"])) for f in found[1:])
     return subjects + ('<td><details class="messages"><summary>%s <span class="more">(+%d more)</span></summary>'
                        "<ul>%s</ul></details></td>" % (esc(found[0]["message"]), len(found) - 1, rest))
-
-
-def _cabling_cells(row, missing):
-    """A cabling row's table cells as text, ``missing`` where the neighbour said nothing."""
-    aggregation = row["aggregation"] if row["aggregation"] is not None else missing
-    return [str(cell) for cell in (row["host"], row["port"], row["switch"], row["switch_port"],
-                                   ", ".join(str(v) for v in row["vlans"]) or missing, aggregation,
-                                   row["mfs"] or missing)]
 
 
 def cabling_svg(rows):

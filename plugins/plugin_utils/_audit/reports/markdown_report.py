@@ -9,9 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.html_report import _cabling_cells
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
-    group_findings, hosts_by_failures,
+    cabling_cells, group_findings, hosts_by_failures,
 )
 
 
@@ -73,7 +72,7 @@ def render_markdown(report):
         lines += ["", "## Cabling (LLDP)", "", "| host | port | switch | switch port | VLANs | aggregation | max frame |",
                   "|---|---|---|---|---|---|---|"]
         for c in report["cabling"]:
-            lines.append("| %s |" % " | ".join(_md(cell) for cell in _cabling_cells(c, "-")))
+            lines.append("| %s |" % " | ".join(_md(cell) for cell in cabling_cells(c, "-")))
     lines += ["", "## Rules", ""]
     for rule in report["rules"]:
         lines += ["### %s %s (%s)" % (rule["id"], rule["title"], rule["severity"]), "", rule["description"], "",

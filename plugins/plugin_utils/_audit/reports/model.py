@@ -12,6 +12,15 @@ __metaclass__ = type
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import SEVERITY_RANK
 
+
+def cabling_cells(row, missing):
+    """A cabling row's table cells as text, ``missing`` where the neighbour said nothing."""
+    aggregation = row["aggregation"] if row["aggregation"] is not None else missing
+    return [str(cell) for cell in (row["host"], row["port"], row["switch"], row["switch_port"],
+                                   ", ".join(str(v) for v in row["vlans"]) or missing, aggregation,
+                                   row["mfs"] or missing)]
+
+
 REPORT_SCHEMA_VERSION = 1
 LINE_WIDTH = 280  # the longest console line of a finding (printed, with its indent, under 300); reports: full text
 ELLIPSIS = "\u2026"

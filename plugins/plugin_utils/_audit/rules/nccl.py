@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import ifname_matches
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import ifname_matches
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
 
 # ---- NCCL ---------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import fnmatch
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import base_interface
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import base_interface
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import (
     host_rule, inventory_rule, NotApplicable,
 )

@@ -14,7 +14,7 @@ import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import Bond, BondMember, Vlan
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.procfs import parse_proc_bonding
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import (
-    LIMITS, in_limits, parse_decimal, short_text,
+    in_limits, LIMITS, parse_decimal, short_text,
 )
 
 

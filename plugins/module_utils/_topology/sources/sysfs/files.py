@@ -16,19 +16,13 @@ import os
 import stat
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import Topology
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import (
-    HEX_RE, LIMITS, in_limits, parse_decimal, short_text,
+    HEX_RE, in_limits, LIMITS, parse_decimal, short_text,
 )
 
 
 SYSFS_MAX_BYTES = 65536
-
-
 PROCFS_MAX_BYTES = 8 << 20
-
-
 MAX_WARNINGS = 500
-
-
 _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
                | getattr(os, "O_NOCTTY", 0))
 
@@ -37,8 +31,6 @@ _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEX
 # "something is wrong here": None without a warning. Every other error is named in a warning.
 _QUIET_ERRNOS = frozenset((errno.ENOENT, errno.ENOTDIR, errno.EINVAL, errno.ENODEV, errno.EOPNOTSUPP,
                            getattr(errno, "ENOTSUP", errno.EOPNOTSUPP), errno.ENXIO, errno.EAGAIN))
-
-
 _FILE_TYPES = ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
                (stat.S_ISSOCK, "a socket"),
                (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))

@@ -14,15 +14,13 @@ import ipaddress
 import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NetDev
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.procfs import (
-    RouteIndex, parse_fib_trie_local, parse_if_inet6, parse_proc_route,
+    parse_fib_trie_local, parse_if_inet6, parse_proc_route, RouteIndex,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import pci_component
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import UNKNOWN_SPEEDS
 
 
 ARPHRD_INFINIBAND = 32
-
-
 ARPHRD_LOOPBACK = 772
 
 

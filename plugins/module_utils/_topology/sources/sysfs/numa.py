@@ -11,11 +11,11 @@ __metaclass__ = type
 
 import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import (
-    MAX_CPUS, format_cpulist, parse_cpulist, parse_cpumask,
+    format_cpulist, MAX_CPUS, parse_cpulist, parse_cpumask,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NumaNode
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import (
-    LIMITS, in_limits, parse_decimal, short_text,
+    in_limits, LIMITS, parse_decimal, short_text,
 )
 
 

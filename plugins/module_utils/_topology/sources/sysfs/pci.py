@@ -15,15 +15,15 @@ import errno
 import os
 import re
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import (
-    MAX_CPUS, format_cpulist, parse_cpulist, parse_cpumask,
+    format_cpulist, MAX_CPUS, parse_cpulist, parse_cpumask,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import PciDevice
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
-    MAX_GTS, PCI_ADDRESS_RE, VALID_WIDTHS, parse_link_speed, parse_link_width,
+    MAX_GTS, parse_link_speed, parse_link_width, PCI_ADDRESS_RE, VALID_WIDTHS,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.files import file_type
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import (
-    HEX_RE, LIMITS, hex_field, hex_pair, in_limits, parse_decimal, short_text,
+    hex_field, hex_pair, HEX_RE, in_limits, LIMITS, parse_decimal, short_text,
 )
 
 _HOST_BRIDGE_RE = re.compile(r"^pci[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}$")

@@ -12,19 +12,17 @@ __metaclass__ = type
 
 import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
-    GidEntry, RELEVANT_MODULES, RdmaDevice, RdmaPort,
+    GidEntry, RdmaDevice, RdmaPort, RELEVANT_MODULES,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import pci_component
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import (
-    LIMITS, RATE_RE, in_limits, parse_decimal, short_text,
+    in_limits, LIMITS, parse_decimal, RATE_RE, short_text,
 )
 
 
 # Bytes of RoCE v2 headers the kernel subtracts from the netdev MTU before picking
 # the IB MTU (GRH 40 + UDP 8 + BTH 12 + XRC ETH 4 + AtomicETH 28 + ICRC 4).
 ROCE_HEADER_BYTES = 96
-
-
 IB_MTUS = (4096, 2048, 1024, 512, 256)
 
 

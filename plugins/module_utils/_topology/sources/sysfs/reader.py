@@ -15,7 +15,7 @@ import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.bonds import BondVlanMixin
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.files import (
-    MAX_WARNINGS, SysfsFiles, file_type,
+    file_type, MAX_WARNINGS, SysfsFiles,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.net import NetMixin
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.numa import NumaMixin

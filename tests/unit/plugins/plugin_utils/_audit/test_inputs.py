@@ -6,13 +6,12 @@ import re
 
 import pytest
 
+from conftest import REPO
+
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.inputs import (
     HOST_VARIABLES, REGISTERED, host_input, network_drift, nccl_drift,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.variables import KNOWN_VARIABLES
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))))
 
 
 @pytest.mark.parametrize("name", sorted(REGISTERED))

@@ -4,6 +4,8 @@ import copy
 
 import pytest
 
+from conftest import REPO
+
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.addresses import allocate_indices
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.plan import check_collisions, plan_host
@@ -208,7 +210,6 @@ def test_link_limits_from_real_ip_output(facts):
     """min/max MTU come from `ip -json -details link show` (captured); 0 (no limit) stays unknown."""
     import os
     from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import merge_link_limits
-    from conftest import REPO
     with open(os.path.join(REPO, "tests", "fixtures", "realdata", "iproute2-link-json", "netns-veth-bridge.json")) as h:
         captured = h.read()
     made_up = {"nics": [{"name": "va"}, {"name": "br0"}, {"name": "lo"}, {"name": "ens1np0"}]}
@@ -252,7 +253,7 @@ def test_every_fabric_variable_the_collection_names_is_known():
     import os
     import re
     from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.variables import KNOWN_VARIABLES
-    repo = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
+    repo = REPO
     used = set()
     for top in ("playbooks", "roles", "docs", "demo", "extensions", "plugins", "site.yml", "README.md"):
         path = os.path.join(repo, top)

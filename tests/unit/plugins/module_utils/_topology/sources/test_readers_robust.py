@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sysfs_tree import copy_root, find_dir, netdev_dir, replace_with_fifo, write
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import markers
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.netplan import parse_netplan
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.networkd import parse_networkd
@@ -68,12 +69,6 @@ def gather_in_thread(**kwargs):
     return result["facts"]
 
 
-def copy_root(roots, name, tmp_path):
-    dest = tmp_path / name
-    shutil.copytree(os.path.realpath(roots[name]), str(dest), symlinks=True)
-    return str(dest)
-
-
 @pytest.fixture
 def dgx(roots, tmp_path):
     return copy_root(roots, "dgx8", tmp_path)
@@ -85,30 +80,9 @@ def phi(roots, tmp_path):
     return copy_root(roots, XEONPHI, tmp_path)
 
 
-def find_dir(root, name):
-    for current, _dirs, _files in os.walk(os.path.join(root, "sys", "devices")):
-        if os.path.basename(current) == name:
-            return current
-    raise AssertionError("%s not found" % name)
-
-
-def netdev_dir(root, name):
-    return os.path.realpath(os.path.join(root, "sys", "class", "net", name))
-
-
-def write(path, data):
-    with open(path, "wb") as handle:
-        handle.write(data if isinstance(data, bytes) else data.encode())
-
-
 def by(items, key, value):
     (item,) = [i for i in items if i[key] == value]
     return item
-
-
-def replace_with_fifo(path):
-    os.unlink(path)
-    os.mkfifo(path)
 
 
 # ---- 1. FIFOs, sockets, devices, directories where a file should be ------------------------------------

@@ -321,7 +321,7 @@ def test_lldp_facts_do_not_depend_on_the_order_lldpd_prints():
     import json
     import os
     from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import parse
-    folder = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "lldp")
+    folder = os.path.join(REPO, "tests", "fixtures", "lldp")
     name = sorted(f for f in os.listdir(folder) if f.startswith("vm-") and f.endswith(".json0"))[0]
     with open(os.path.join(folder, name)) as handle:
         data = json.load(handle)

@@ -6,9 +6,10 @@ import os
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import ifname_matches
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.settings import (
-    nccl_settings, parse_conf, render_conf, socket_threads,
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import ifname_matches
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nccl_conf import parse_conf
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.settings import (
+    nccl_settings, render_conf, socket_threads,
 )
 from conftest import REPO
 
@@ -134,7 +135,7 @@ def test_topology_xml_round_trip(root, facts_of, tmp_path):
     (kinds, NUMA nodes, maximum links), RDMA ports and GPU-NIC path types as the facts it came from. Root ports
     and switch downstream ports are left out (NCCL's own dumps leave them out: one <pci> per switch), and
     nvidia-smi's NODE is NCCL's PHB."""
-    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.topology_file import topology_xml
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.topology_file import topology_xml
     facts = facts_of(root)
     path = tmp_path / "topo.xml"
     path.write_text(topology_xml(facts))

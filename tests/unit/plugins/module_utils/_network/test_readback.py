@@ -115,7 +115,7 @@ def test_networkd_units_and_keyfile_gateway_forms():
 
 def _golden(backend):
     import os
-    folder = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "golden", "bond_vlan", backend)
+    folder = os.path.join(REPO, "tests", "fixtures", "golden", "bond_vlan", backend)
     files = {}
     for name in sorted(os.listdir(folder)):
         with open(os.path.join(folder, name)) as handle:

@@ -11,7 +11,7 @@ __metaclass__ = type
 
 import re
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, line_value, UnsafeValue
-from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.interfaces import (
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import (
     _below_vlans, ifname_matches, nic_by_name,
 )
 
@@ -219,13 +219,3 @@ def render_conf(settings, notes):
     return "\n".join(lines) + "\n"
 
 
-def parse_conf(text):
-    """{name: value} of an nccl.conf as NCCL reads it (KEY=VALUE lines; '#' comments)."""
-    values = {}
-    for line in (text or "").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        name, value = line.split("=", 1)
-        values[name.strip()] = value.strip()
-    return values

@@ -170,7 +170,7 @@ def test_yaml_scalar_round_trip(value):
 
 
 def test_nccl_conf_refuses_a_newline_in_a_value():
-    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.settings import render_conf
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.settings import render_conf
     with pytest.raises(_names.UnsafeValue):
         render_conf([("NCCL_SOCKET_IFNAME", "=bond0\nNCCL_DEBUG=TRACE")], [])
     with pytest.raises(_names.UnsafeValue):

@@ -235,7 +235,7 @@ def _facts_with_conf(roots, tmp_path, text, name="dgx8"):
 
 
 def _rendered_conf(facts, interface, mode):
-    from ansible_collections.gpuops.fabric.plugins.module_utils._nccl.settings import nccl_settings, render_conf
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.settings import nccl_settings, render_conf
     settings, notes, _warnings, errors = nccl_settings(facts, interface, mode)
     assert errors == []
     return render_conf(settings, notes)
