@@ -217,5 +217,3 @@ def render_conf(settings, notes):
     lines += ["# " + line_value(note, "nccl.conf comment") for note in notes]
     lines += ["%s=%s" % (line_value(name, "nccl.conf name"), line_value(value, name)) for name, value in settings]
     return "\n".join(lines) + "\n"
-
-
