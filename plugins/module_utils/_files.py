@@ -19,8 +19,7 @@ def write_atomic(path, content, mode="0644"):
     never half of it: a temporary file in the same directory, written, flushed to disk, then renamed over ``path``.
     A failure leaves no temporary file behind. Missing parent directories are created (0755)."""
     directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
+    os.makedirs(directory, 0o755, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".gpuops.", dir=directory)
     try:
         os.fchmod(fd, int(mode, 8))

@@ -34,11 +34,12 @@ def gpu_link_values(link, nvml):
     one (it sees the link as the driver trained it), else the PCIe link's. ``link``: the facts' ``link`` of the GPU
     ({"current": {...}, "max": {...}}), ``nvml``: its ``nvml`` facts or None."""
     nvml = nvml or {}
+    current, maximum = (link or {}).get("current") or {}, (link or {}).get("max") or {}
     return {
-        "current_width": nvml.get("current_width") or link["current"]["width"],
-        "max_width": nvml.get("max_width") or link["max"]["width"],
-        "current_generation": nvml.get("current_generation") or link["current"]["generation"],
-        "max_generation": nvml.get("max_generation") or link["max"]["generation"],
+        "current_width": nvml.get("current_width") or current.get("width"),
+        "max_width": nvml.get("max_width") or maximum.get("width"),
+        "current_generation": nvml.get("current_generation") or current.get("generation"),
+        "max_generation": nvml.get("max_generation") or maximum.get("generation"),
         "performance_state": nvml.get("performance_state"),
     }
 

@@ -24,18 +24,17 @@ def is_int(value):
 
 
 def mappings_in(value, where, errors):
-    """[(index, where, mapping)] of a list of mappings at ``where`` (None: none); what is not a list, and each item
-    that is not a mapping, is an error naming its place."""
+    """Yield (index, where, mapping) of a list of mappings at ``where`` (None: none); what is not a list, and each
+    item that is not a mapping, is an error naming its place -- appended as the walk reaches it, so the caller's
+    errors about one entry stay between those about its neighbours."""
     if value is None:
-        return []
+        return
     if not isinstance(value, list):
         errors.append("%s: expected a list, got %r" % (where, value))
-        return []
-    found = []
+        return
     for index, entry in enumerate(value):
         at = "%s[%d]" % (where, index)
         if isinstance(entry, dict):
-            found.append((index, at, entry))
+            yield index, at, entry
         else:
             errors.append("%s: expected a mapping, got %r" % (at, entry))
-    return found

@@ -14,13 +14,13 @@ __metaclass__ = type
 import traceback
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import GpuInfo
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import normalize_pci_address
+
+PYNVML_IMPORT_ERROR = None
 try:
     import pynvml as _pynvml
 except ImportError:  # pragma: no cover - depends on the host
     _pynvml = None
     PYNVML_IMPORT_ERROR = traceback.format_exc()
-
-PYNVML_IMPORT_ERROR = None
 
 
 # What NVML can answer, per GpuInfo field: (low, high) for numbers; anything else is left None with a warning.
