@@ -9,14 +9,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import GENERATIONS, VALID_WIDTHS
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int
-
 import datetime
 import fnmatch
 import ipaddress
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import mappings_in
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import GENERATIONS, VALID_WIDTHS
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int, mappings_in
 
 EXPECTATION_KEYS = ("gpu", "nics", "rdma")
 GPU_KEYS = ("width", "generation")
