@@ -18,6 +18,10 @@ description:
     command line (for example C(mpirun -np 16 -H a:8,b:8 -x NCCL_SOCKET_IFNAME)) put in front of the binary.
   - Parses the table nccl-tests prints (both layouts, with and without the C(root) column) into bus bandwidth by
     message size and the C(Avg bus bandwidth) line; bounded by O(timeout).
+  - Runs with C(NCCL_DEBUG=INFO) and C(NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH) unless O(env) sets them, and parses
+    what NCCL printed (RV(nccl_log)): the network, the NICs and transports it chose, GPUDirect RDMA, its warnings.
+    On one node it also sets C(NCCL_TOPO_DUMP_FILE) to a private temporary file and reads NCCL's view of the PCI
+    tree from it (RV(nccl_topology)); the audit's NCCLRUN rules compare both with the facts.
 author:
   - gpuops.fabric maintainers (@gpuops)
 extends_documentation_fragment:
@@ -41,7 +45,9 @@ options:
     description: A command line put in front of the binary to run across nodes (split like a shell would).
     type: str
   env:
-    description: Extra environment for the run (for example C(NCCL_DEBUG=INFO)).
+    description:
+      - Extra environment for the run (for example C(NCCL_IB_HCA=mlx5)); C(NCCL_DEBUG), C(NCCL_DEBUG_SUBSYS) and
+        C(NCCL_TOPO_DUMP_FILE) given here replace the module's.
     type: dict
     default: {}
   timeout:
@@ -100,15 +106,37 @@ error:
   description: Why the run gave no table (exit status, timeout), null when it did.
   returned: when installed
   type: str
+nccl_log:
+  description:
+    - What NCCL printed, parsed (lines, nccl_lines, hosts, and per host a section with version, cuda_driver, network,
+      net_devices, gdr, transports, connections, warnings, errors and the evidence lines); see docs/nccl.md.
+  returned: when installed and the program ran
+  type: dict
+nccl_topology:
+  description: NCCL's topology dump read as topology facts (gpus, nics, rdma, paths), null without one.
+  returned: when installed and the program ran
+  type: dict
+nccl_topology_error:
+  description: Why NCCL's topology dump could not be read, null when it was or none was asked for.
+  returned: when installed and the program ran
+  type: str
 """
 
 import os  # noqa: E402  (after the documentation, as Ansible modules are laid out)
 import shlex  # noqa: E402
+import shutil  # noqa: E402
 import subprocess  # noqa: E402
+import tempfile  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import parse_nccl_log  # noqa: E402
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_tests import parse_nccl_tests  # noqa: E402
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError  # noqa: E402
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather  # noqa: E402
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ncclxml import DUMP_SUBSETS  # noqa: E402
+
+DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV,NET,GRAPH"}
 
 
 def find(binary, search_paths):
@@ -127,6 +155,18 @@ def gpu_count(module):
         return None
     rc, out, _err = module.run_command([smi, "-L"])
     return len([line for line in out.splitlines() if line.startswith("GPU ")]) if rc == 0 else None
+
+
+def read_dump(path):
+    """NCCL's topology dump as facts, or (None, why)."""
+    if not path:
+        return None, None
+    if not os.path.isfile(path):
+        return None, "NCCL wrote no topology dump to %s (NCCL older than 2.6, or init failed)" % path
+    try:
+        return gather(source="nccl_xml", path=path, gather_subset=list(DUMP_SUBSETS)), None
+    except TopologyError as exc:
+        return None, str(exc)
 
 
 def main():
@@ -159,17 +199,29 @@ def main():
                          command=[], error="no GPU found (nvidia-smi -L)", msg="no GPU found: NCCL not measured")
     argv = (shlex.split(params["launcher"]) if params["launcher"] else []) + [path] + params["args"] + ["-g", str(gpus)]
     env = dict(os.environ)
+    env.update(DEBUG_ENV)
+    scratch = None
+    if not params["launcher"]:  # NCCL's rank 0 writes the dump: on this node only when the run is this node's
+        scratch = tempfile.mkdtemp(prefix="gpuops-nccl-")
+        env["NCCL_TOPO_DUMP_FILE"] = os.path.join(scratch, "nccl-topo.xml")
     env.update(dict((str(k), str(v)) for k, v in params["env"].items()))
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              env=env, timeout=params["timeout"], check=False)
-        output, error = done.stdout.decode("utf-8", "replace"), None
-        if done.returncode != 0:
-            error = "exit status %d: %s" % (done.returncode, output.strip()[-300:])
-    except subprocess.TimeoutExpired as exc:
-        output = (exc.stdout or b"").decode("utf-8", "replace")
-        error = "stopped after %d s" % params["timeout"]
+        try:
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  env=env, timeout=params["timeout"], check=False)
+            output, error = done.stdout.decode("utf-8", "replace"), None
+            if done.returncode != 0:
+                error = "exit status %d: %s" % (done.returncode, output.strip()[-300:])
+        except subprocess.TimeoutExpired as exc:
+            output = (exc.stdout or b"").decode("utf-8", "replace")
+            error = "stopped after %d s" % params["timeout"]
+        topology, topology_error = read_dump(env.get("NCCL_TOPO_DUMP_FILE"))
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
     parsed = parse_nccl_tests(output)
+    parsed.update(nccl_log=parse_nccl_log(output.splitlines()), nccl_topology=topology,
+                  nccl_topology_error=topology_error)
     if not parsed["rows"] and not error:
         error = "no result table in the output: %s" % output.strip()[-300:]
     msg = ("busbw up to %s GB/s (avg %s)" % (parsed["max_busbw"], parsed["avg_busbw"]) if parsed["rows"]

@@ -110,3 +110,31 @@ def test_demo_inventory(ansible_env, roots):
     assert "degraded: link width x8 below its maximum x16" in out
     assert "eno1 (no LACP partner)" in out
     assert "CPU-less: 250,251,252,253,254,255" in out
+
+
+def test_nccl_tests_probe_reads_what_nccl_said(ansible_env, tmp_path):
+    """The probe's environment and what it reads back, through ansible. NCCL cannot run without a GPU, so the
+    program is a stand-in (a shell script, the library boundary): it prints a real nccl-tests table after a real
+    NCCL_DEBUG=INFO log, and writes a real NCCL topology dump where NCCL_TOPO_DUMP_FILE points."""
+    fixtures = os.path.join(REPO, "tests", "fixtures")
+    table = os.path.join(fixtures, "probes", "nccl-tests", "gb10-2node.txt")
+    log = os.path.join(fixtures, "realdata", "nccl-logs", "a-roce-2.19.3-dgxh100-2node-nccltests185", "nccl.log")
+    dump = os.path.join(fixtures, "realdata", "rccl-mi300x-8gpu-cx7", "topo_8p_940.xml")
+    seen = tmp_path / "env.txt"
+    program = tmp_path / "all_reduce_perf"
+    program.write_text("#!/bin/sh\nprintf '%%s %%s\\n' \"$NCCL_DEBUG\" \"$NCCL_DEBUG_SUBSYS\" > %s\n"
+                       "cat %s %s\ncp %s \"$NCCL_TOPO_DUMP_FILE\"\n" % (seen, log, table, dump))
+    program.chmod(0o755)
+    proc = run(ansible_env, "ansible", "localhost", "-c", "local", "-e", "ansible_python_interpreter=" + _python(),
+               "-o", "-m", "gpuops.fabric.nccl_tests_probe", "-a", "binary=%s gpus=1" % program, check=False)
+    status, payload = [x for x in proc.stdout.splitlines() if x.startswith("localhost | ")][0].split(" => ", 1)
+    result = json.loads(payload)
+    assert "SUCCESS" in status, result
+    assert seen.read_text().split() == ["INFO", "INIT,ENV,NET,GRAPH"]
+    assert result["max_busbw"] is not None
+    sections = result["nccl_log"]["sections"]
+    assert result["nccl_log"]["hosts"] == ["dgxh100-3", "dgxh100-4"]
+    assert sections[""]["version"] == "2.19.3"  # rank 0 prints it without the prefix
+    assert [d["name"] for d in sections["dgxh100-4"]["net_devices"]] == ["mlx5_10", "mlx5_11"]
+    assert result["nccl_topology_error"] is None
+    assert len(result["nccl_topology"]["gpus"]) == 8

@@ -49,8 +49,8 @@ def inventory_rule(rule_id, title, severity, description, remediation):
 
 
 # Keys of a host's audit input that are observations -- what the probes measured, what the network and nccl roles
-# would change -- rather than expectations; rules read them as ctx.observed.
-OBSERVATIONS = ("drift", "nccl_drift", "probes")
+# would change, what NCCL logged -- rather than expectations; rules read them as ctx.observed.
+OBSERVATIONS = ("drift", "nccl_drift", "probes", "nccl_logs")
 
 
 def observed(expect, key):

@@ -28,6 +28,7 @@ HOST_VARIABLES = {
     "fabric_nccl_mode": "nccl_mode",
     "fabric_probe_results": "probes",
     "fabric_cabling": "cabling",
+    "fabric_nccl_logs": "nccl_logs",
     "fabric_audit_waiver_horizon_days": "waiver_horizon_days",
 }
 FACTS_KEY = "gpuops_fabric"  # ansible_facts.gpuops_fabric, set by topology_facts

@@ -18,7 +18,9 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import
     waiver_warnings,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import build_report
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.ncclrun import nccl_choices
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import read_attachments
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.logs import log_paths, read_log
 
 HOST_STATES = ("audited", "unreachable", "failed")
 
@@ -39,9 +41,11 @@ def validate_inputs(inputs):
         horizon, horizon_errors = validate_waiver_horizon(inputs[host].get("waiver_horizon_days"))
         waiver_errors += horizon_errors
         attachments = read_attachments(inputs[host].get("attachments"), network_errors)
+        log_files, log_errors = log_paths(inputs[host].get("nccl_logs"))
+        network_errors += log_errors
         expect = dict(expect, networks=networks, attachments=attachments, drift=inputs[host].get("drift"),
                       nccl_drift=inputs[host].get("nccl_drift"), nccl_mode=inputs[host].get("nccl_mode"),
-                      probes=inputs[host].get("probes"), cabling=cabling)
+                      probes=inputs[host].get("probes"), cabling=cabling, nccl_log_files=log_files, nccl_logs=None)
         normalized[host] = (expect, waivers, horizon)
         for error in errors + waiver_errors + network_errors:
             seen.setdefault(error, []).append(host)
@@ -65,6 +69,7 @@ def run_audit(inputs, today, generated_at, version=None):
     if errors:
         return None, errors
     findings, outcomes, hosts, audited = [], {}, {}, {}
+    logs = {}  # path -> what it holds: a log several hosts name (one multi-node run) is read once
     for host in sorted(inputs):
         item = inputs[host]
         status = item.get("status") or ("audited" if item.get("facts") else "failed")
@@ -77,6 +82,11 @@ def run_audit(inputs, today, generated_at, version=None):
         if status != "audited":
             continue
         expect = normalized[host][0]
+        if expect["nccl_log_files"]:
+            for path in expect["nccl_log_files"]:
+                if path not in logs:
+                    logs[path] = read_log(path)
+            expect["nccl_logs"] = [logs[path] for path in expect["nccl_log_files"]]
         host_findings, host_outcomes = evaluate_host(host, facts, expect)
         findings.extend(host_findings)
         outcomes[host] = host_outcomes
@@ -87,7 +97,8 @@ def run_audit(inputs, today, generated_at, version=None):
     apply_waivers(findings, dict((h, normalized[h][1]) for h in normalized), today)
     report = build_report(hosts, findings, outcomes, generated_at, version,
                           measurements(dict((h, normalized[h][0]) for h in audited)),
-                          cabling(dict((h, audited[h][0]) for h in audited)))
+                          cabling(dict((h, audited[h][0]) for h in audited)),
+                          [row for h in sorted(audited) for row in nccl_choices(h, audited[h][0], audited[h][1])])
     report["policy_warnings"] = policy_warnings(normalized, today)
     return report, []
 

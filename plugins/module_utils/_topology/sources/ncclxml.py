@@ -23,19 +23,24 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.xm
 )
 
 # ---- NCCL -------------------------------------------------------------------------------------
+# The facts an NCCL topology dump is read into when it is compared with the node's (NCCLRUN-006).
+DUMP_SUBSETS = ("numa", "pci", "gpu", "nic", "rdma", "paths")
 
 
-def read_nccl_xml(path):
+def read_nccl_xml(path, excerpt=False):
     """NCCL/RCCL topology XML (NCCL_TOPO_FILE / NCCL_TOPO_DUMP_FILE format).
 
     NCCL records the maximum link of each device (max_link_speed/max_link_width),
     so the links read here are maxima; current links stay unknown. NCCL climbs sysfs two
     levels at a time, so each ``<pci>`` bridge element is one PCIe switch (its upstream port)
     and a ``<pci>`` nested in another is a switch below a switch, never a downstream port.
+    ``excerpt``: a dump as posted or logged, possibly cut short (xmlfile.load_xml); the cut is a warning.
     """
-    root = load_xml(path, "system")
+    root, truncated = load_xml(path, "system", True) if excerpt else (load_xml(path, "system"), False)
     topo = Topology(source="nccl_xml", root_ports_omitted=True)
     note = _Notes(topo, path)
+    if truncated:
+        note("the dump stops early (an excerpt): read as far as it goes; devices after the cut are missing")
     state = {}
     for cpu in root.findall("cpu"):
         numaid = cpu.get("numaid")

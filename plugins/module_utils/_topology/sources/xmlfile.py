@@ -98,11 +98,19 @@ def _read_bounded(path):
     return b"".join(chunks)
 
 
-def parse_xml_bytes(data, path):
-    """Parse bytes into an ElementTree element with the bounds above; problems raise TopologyError."""
+# expat's errors at the end of a document that stops early: what an excerpt pasted into an issue looks like
+_TRUNCATED = ("no element found", "unclosed token", "partial character")
+
+
+def parse_xml_bytes(data, path, excerpt=False):
+    """Parse bytes into an ElementTree element with the bounds above; problems raise TopologyError.
+
+    ``excerpt``: the document may stop early (the start of a dump pasted into a log or an issue); the elements
+    still open at its end are closed, and (root, whether it stopped early) is returned instead of the root."""
     builder = ElementTree.TreeBuilder()
     parser = expat.ParserCreate()
     counts = {"depth": 0, "elements": 0}
+    open_tags = []
 
     def start(tag, attrs):
         counts["depth"] += 1
@@ -111,10 +119,12 @@ def parse_xml_bytes(data, path):
             raise _Refused("elements nested deeper than %d levels" % MAX_XML_DEPTH)
         if counts["elements"] > MAX_XML_ELEMENTS:
             raise _Refused("more than %d elements" % MAX_XML_ELEMENTS)
+        open_tags.append(tag)
         builder.start(tag, attrs)
 
     def end(tag):
         counts["depth"] -= 1
+        open_tags.pop()
         builder.end(tag)
 
     def entity_declaration(*_args):
@@ -133,26 +143,39 @@ def parse_xml_bytes(data, path):
     except (AttributeError, expat.ExpatError):
         pass
     try:
-        parser.Parse(data, True)
+        try:
+            parser.Parse(data, True)
+        except expat.ExpatError as exc:
+            if not (excerpt and open_tags and any(t in str(exc) for t in _TRUNCATED)):
+                raise
+            for tag in reversed(open_tags):
+                builder.end(tag)
+            return builder.close(), True
         root = builder.close()
     except _Refused as exc:
         raise TopologyError("%s: %s" % (path, exc))
     except (expat.ExpatError, ValueError, TypeError, AssertionError, IndexError, LookupError) as exc:
         # TreeBuilder.close() asserts that a root element was seen.
         raise TopologyError("%s: malformed XML (%s)" % (path, exc or "no root element"))
-    return root
+    return (root, False) if excerpt else root
 
 
-def load_xml(path, expected_root):
-    """Read and parse an XML file; any problem becomes a TopologyError naming the path."""
+def load_xml(path, expected_root, excerpt=False):
+    """Read and parse an XML file; any problem becomes a TopologyError naming the path. ``excerpt``: the document
+    may be an excerpt, with lines before its root element (a shell prompt, a ``cat`` command) and an early end;
+    then (root, whether it stopped early) is returned (see parse_xml_bytes)."""
     data = _read_bounded(path)
+    if excerpt:
+        start = data.find(b"<" + expected_root.encode("ascii"))
+        data = data[start:] if start > 0 else data
     if not data.strip():
         raise TopologyError("%s: malformed XML (empty file)" % path)
-    root = parse_xml_bytes(data, path)
+    parsed = parse_xml_bytes(data, path, excerpt)
+    root = parsed[0] if excerpt else parsed
     if root.tag != expected_root:
         tag = root.tag if len(root.tag) <= _MAX_SHOWN else root.tag[:_MAX_SHOWN] + "..."
         raise TopologyError("%s: root element is <%s>, expected <%s>" % (path, tag, expected_root))
-    return root
+    return parsed
 
 
 class _Notes:

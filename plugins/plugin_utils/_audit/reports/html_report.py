@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from html import escape
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
-    cabling_cells, group_findings, hosts_by_failures, worst_severity,
+    NCCL_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells, worst_severity,
 )
 
 _CSS = """
@@ -98,6 +98,14 @@ def render_html(report):
             out.append("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
                 esc(f["host"]), esc(f["id"]), esc(str(f["subject"])), esc(f["waiver"]["reason"]),
                 esc(f["waiver"]["expires"])))
+        out.append("</tbody></table>")
+    if report.get("nccl"):
+        heads = "".join("<th>%s</th>" % esc(c) for c in NCCL_COLUMNS)
+        out += ["<h2>NCCL: what it chose beside what the hardware offers</h2>",
+                '<table id="nccl"><thead><tr>%s</tr></thead><tbody>' % heads]
+        for row in report["nccl"]:
+            for cells in nccl_cells(row, ""):
+                out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in cells))
         out.append("</tbody></table>")
     if report.get("cabling"):
         out += ["<h2>Cabling (LLDP)</h2>", cabling_svg(report["cabling"]),

@@ -11,6 +11,7 @@ __metaclass__ = type
 
 from xml.etree import ElementTree
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import nccl_lines
 
 
 def render_junit(report):
@@ -51,6 +52,9 @@ def render_junit(report):
                     out = ElementTree.SubElement(case, "system-out")
                     out.text = "\n".join("%s%s %s: %s" % (f["severity"], " (waived)" if f.get("waived") else "",
                                                           f["subject"], f["message"]) for f in other)
+        nccl = [line for row in report.get("nccl") or [] if row["host"] == host["name"] for line in nccl_lines(row)]
+        if nccl:
+            ElementTree.SubElement(suite, "system-out").text = "NCCL, what it chose:\n" + "\n".join(nccl)
         for key, value in counts.items():
             suite.set(key, str(value))
             totals[key] += value

@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
-    cabling_cells, group_findings, hosts_by_failures,
+    NCCL_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells,
 )
 
 
@@ -68,6 +68,12 @@ def render_markdown(report):
                 _md(m["host"]), _md(m["peer"]), _md(m["network"]),
                 "%.3g" % m["gbps"] if m["gbps"] is not None else "failed: %s" % _md(m["error"]),
                 "%.3g" % m["expected_gbps"] if m["expected_gbps"] is not None else "-", _md(m["basis"] or "")))
+    if report.get("nccl"):
+        lines += ["", "## NCCL: what it chose beside what the hardware offers", "",
+                  "| %s |" % " | ".join(NCCL_COLUMNS), "|%s" % ("---|" * len(NCCL_COLUMNS))]
+        for row in report["nccl"]:
+            for cells in nccl_cells(row, "-"):
+                lines.append("| %s |" % " | ".join(_md(cell) for cell in cells))
     if report.get("cabling"):
         lines += ["", "## Cabling (LLDP)", "", "| host | port | switch | switch port | VLANs | aggregation | max frame |",
                   "|---|---|---|---|---|---|---|"]

@@ -13,6 +13,43 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog impor
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import SEVERITY_RANK
 
 
+def nccl_lines(row):
+    """An NCCL row of the report as text lines: what NCCL chose beside what the hardware offers."""
+    if row.get("problem"):
+        return ["%s: %s" % (row["log"], row["problem"])]
+    head = "%s: NCCL %s, network %s (%s), transports %s, GPUDirect RDMA %s" % (
+        row["log"], row["version"] or "?", row["network"] or "?", ", ".join(row["net_devices"]) or "no device listed",
+        ", ".join(row["transports"]) or "none logged", row["gdr"] or "not logged")
+    lines = [head]
+    for gpu in row["gpus"]:
+        chosen = ", ".join("%s (%s, %s)" % (n["nic"], n["path"] or "?", n["transport"]) for n in gpu["nccl_nics"])
+        lines.append("GPU %s -> %s; nearest NIC %s (%s)" % (
+            gpu["gpu"], chosen or "no network connection logged", gpu["nearest"] or "none", gpu["nearest_path"] or "-"))
+    return lines
+
+
+NCCL_COLUMNS = ("host", "log", "NCCL", "network", "transports", "GPUDirect RDMA", "GPU", "NCCL's NIC (path, transport)",
+                "nearest NIC (path)")
+
+
+def nccl_cells(row, missing):
+    """The table rows (lists of cells, NCCL_COLUMNS) of one NCCL row of the report: one per GPU of the facts."""
+    if row.get("problem"):
+        return [[row["host"], row["log"], row["problem"]] + [missing] * (len(NCCL_COLUMNS) - 3)]
+    common = [row["host"], row["log"], row["version"] or missing,
+              "%s (%s)" % (row["network"] or missing, ", ".join(row["net_devices"]) or missing),
+              ", ".join(row["transports"]) or missing, row["gdr"] or missing]
+    cells = []
+    for gpu in row["gpus"] or [None]:
+        if gpu is None:
+            cells.append(common + [missing] * 3)
+            continue
+        chosen = ", ".join("%s (%s, %s)" % (n["nic"], n["path"] or missing, n["transport"]) for n in gpu["nccl_nics"])
+        cells.append(common + [gpu["gpu"], chosen or missing,
+                               "%s (%s)" % (gpu["nearest"], gpu["nearest_path"]) if gpu["nearest"] else missing])
+    return [[str(c) for c in cell] for cell in cells]
+
+
 def cabling_cells(row, missing):
     """A cabling row's table cells as text, ``missing`` where the neighbour said nothing."""
     aggregation = row["aggregation"] if row["aggregation"] is not None else missing
@@ -73,10 +110,12 @@ def hosts_by_failures(report):
     return sorted(report["hosts"], key=lambda h: (-h["counts"]["fail"], h["name"]))
 
 
-def build_report(hosts, findings, outcomes, generated_at, collection_version=None, measurements=None, cabling=None):
+def build_report(hosts, findings, outcomes, generated_at, collection_version=None, measurements=None, cabling=None,
+                 nccl=None):
     """``hosts``: {name: {"status": audited|unreachable|failed, "reason": str|None}};
     ``outcomes``: {host: {rule id: (status, reason)}} for audited hosts, inventory rules under "inventory";
-    ``measurements``: what the probes measured (see _audit.measurements), listed whether or not they are findings."""
+    ``measurements``: what the probes measured (see _audit.measurements), listed whether or not they are findings;
+    ``nccl``: per host and NCCL log, what NCCL chose beside what the hardware offers (rules/ncclrun.nccl_choices)."""
     findings = sorted(findings, key=lambda f: (SEVERITY_RANK[f["severity"]], f["host"] or "", f["id"],
                                                str(f["subject"])))
     active = [f for f in findings if not f.get("waived")]
@@ -116,4 +155,5 @@ def build_report(hosts, findings, outcomes, generated_at, collection_version=Non
                          for host, out in sorted(outcomes.items())),
         "measurements": measurements or [],
         "cabling": cabling or [],
+        "nccl": nccl or [],
     }

@@ -55,10 +55,7 @@ def gdr_acs(ctx):
             nic = pci.get(near["nic"])
             if nic is None:
                 continue
-            shared = set(gpu_chain(pci, gpu["address"])) & set(nic["chain"])
-            between = [b for b in gpu_chain(pci, gpu["address"]) + nic["chain"]
-                       if b not in shared or b == _lowest(shared, pci)]
-            for bridge in sorted(set(between)):
+            for bridge in p2p_bridges(pci, gpu["address"], near["nic"]):
                 acs = (pci.get(bridge) or {}).get("acs")
                 if not acs or not acs["readable"]:
                     unreadable.append(bridge)
@@ -76,6 +73,15 @@ def gdr_acs(ctx):
                             % len(set(unreadable)))
     if not checked:
         raise NotApplicable("no GPU shares a PCIe switch with a NIC")
+
+
+def p2p_bridges(pci, gpu, nic):
+    """The bridges peer-to-peer traffic between a GPU and a NIC passes: those below their lowest common one, and
+    that one (where the turn is made), sorted."""
+    gpu_up, nic_up = gpu_chain(pci, gpu), gpu_chain(pci, nic)
+    shared = set(gpu_up) & set(nic_up)
+    lowest = _lowest(shared, pci)
+    return sorted(set(b for b in gpu_up + nic_up if b not in shared or b == lowest))
 
 
 def gpu_chain(pci, address):

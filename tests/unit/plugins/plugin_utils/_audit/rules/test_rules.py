@@ -6,6 +6,7 @@ import copy
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit import catalog
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import (
     CATALOG, evaluate_host, evaluate_inventory,
 )
@@ -43,7 +44,7 @@ def of(findings, rule_id):
 
 def test_catalog_entries_are_complete():
     for rule in CATALOG.values():
-        assert rule.id.split("-")[0] in ("PCIE", "NUMA", "NET", "BOND", "GDR", "NCCL", "PERF", "DRIFT", "PROBE", "LLDP", "LINK")
+        assert rule.id.split("-")[0] in [f.__name__.rsplit(".", 1)[1].upper() for f in catalog.FAMILIES]
         assert rule.title and rule.description and rule.remediation and rule.severity in ("fail", "warn", "info")
 
 
@@ -51,10 +52,11 @@ def test_healthy_node_passes_everything(healthy):
     findings, outcomes = run(healthy, DGX_EXPECT)
     assert findings == []
     not_judged = sorted(r for r, (status, _why) in outcomes.items() if status != "pass")
-    # no drift check, no fabric_networks, no /etc/nccl.conf in the capture, no probes
+    # no drift check, no fabric_networks, no /etc/nccl.conf in the capture, no probes, no NCCL logs
     assert not_judged == ["DRIFT-001", "LINK-001", "LINK-002", "LINK-003", "LLDP-001", "LLDP-002", "LLDP-003",
-                          "LLDP-004", "NCCL-001", "NCCL-002", "NCCL-003", "NET-008", "PROBE-002", "PROBE-003",
-                          "PROBE-004", "PROBE-005"]
+                          "LLDP-004", "NCCL-001", "NCCL-002", "NCCL-003", "NCCLRUN-001", "NCCLRUN-002", "NCCLRUN-003",
+                          "NCCLRUN-004", "NCCLRUN-005", "NCCLRUN-006", "NCCLRUN-008", "NET-008", "PROBE-002",
+                          "PROBE-003", "PROBE-004", "PROBE-005"]
 
 
 def test_broken_twin_shows_each_planted_fault(broken):

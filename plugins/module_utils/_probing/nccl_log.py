@@ -1,0 +1,400 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""NCCL's own words: the ``NCCL_DEBUG=INFO`` output of NCCL 2.4 to 2.2x, read from whatever holds it (a training job's
+log with tracebacks and launcher prefixes, nccl-tests' output) into what NCCL decided: its version, the network and
+NICs it chose, GPUDirect RDMA per HCA, the transports of its connections, its rings, trees and graph search results,
+and its warnings and errors.
+
+Lines are read one at a time, each clipped, and every list kept is bounded, so a log of any size costs bounded memory.
+A line NCCL did not write, or one this parser does not know, is skipped; nothing in a log makes the parse fail.
+Lines carry NCCL's prefix ``host:pid:tid [cudaDev]``; each host's lines are read into a section of their own, so one
+multi-node log serves every host in it (``host_view``)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+MAX_LINE = 2000         # characters of a line looked at
+MAX_ITEMS = 64          # entries kept per list (warnings, graphs, connections, ...)
+MAX_SECTIONS = 256      # hosts kept apart; the rest of a larger log's hosts are counted, not read
+MAX_EVIDENCE = 300      # characters of a line kept as evidence
+
+# host:pid:tid [cudaDev] (file.cc:123 )?NCCL INFO|WARN|TRACE|ERROR; the host after a start, a space or a
+# launcher's prefix ("[rank0]:", "[1,0]<stdout>:", "10.0.0.1: ").
+_PREFIX = re.compile(r"(?:^|(?<=[\s\]:>|]))([A-Za-z0-9][A-Za-z0-9._-]{0,252}):(\d{1,10}):(\d{1,10}) "
+                     r"\[(\d{1,4}|-?\d{1,4}|[^\]\s]{0,16})\] (?:\S{1,200}:\d{1,6} )?NCCL (INFO|WARN|TRACE|ERROR|ABORT) ?")
+# a timestamp a log collector put in front (CloudWatch glues "...-07:00" to the host name)
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?")
+_BARE = re.compile(r"\bNCCL (INFO|WARN) ")
+_VERSION = re.compile(r"NCCL version:? ?(\d{1,3}\.\d{1,3}\.\d{1,3})(?:[-.][\w.]{0,20})?(?:\+cuda(\d{1,3}\.\d{1,3}))?")
+_DRIVER = re.compile(r"cudaDriverVersion (\d{1,8})")
+_NETWORK = re.compile(r"^Using network (.{1,80}?)\s*$")
+_NET_USING = re.compile(r"^NET/([A-Za-z][\w ]{0,40}?) ?: Using (.*)$")
+_NET_ITEM = re.compile(r"\[(\d{1,4})\]([^\s:\[\]<]{1,64})(\S*)")
+_OOB = re.compile(r"OOB ([^\s:<]{1,64}):([^\s<]{1,64})")
+_BOOTSTRAP = re.compile(r"^Bootstrap ?: Using ([^\s:<]{1,64}):([^\s<]{1,64})")
+_PLUGIN = re.compile(r"^NET/Plugin ?:? ?(.*)$")
+_PLUGIN_LOADED = re.compile(r"(?:Loaded|Using) (?:net|network|non-device net|device net) plugin (?!version)"
+                            r"'?([\w .-]{1,60}?)'?(?: \(v\d+\))?$")
+_ENV = re.compile(r"^(NCCL_[A-Z0-9_]{1,60}) set by environment to (.{0,200}?)\.?\s*$")
+_GDR = re.compile(r"GPU Direct RDMA(?: \(([^)]{0,40})\))? (Enabled|Disabled|enabled|disabled) for "
+                  r"(?:GPU ([0-9a-fA-F]{1,16})(?:\[\d{1,4}\])? / )?HCA (\d{1,4})(?: '([^']{1,64})')?"
+                  r"(?: \(([^)]{0,80})\))?")
+_GDR_OFF = re.compile(r"disabling GDR|GDR (?:support )?(?:is )?disabled|GPUDirect RDMA (?:is )?(?:not supported|disabled)",
+                      re.I)
+_DMABUF = re.compile(r"DMA-BUF is available on GPU device (\d{1,4})")
+_CONNECT = re.compile(r"^(?:Channel|Ring) (\d{1,4})(?:/\d{1,4})? : (\d{1,6})(?:\[([0-9a-fA-F]{1,16})\])? -> "
+                      r"(\d{1,6})(?:\[([0-9a-fA-F]{1,16})\])?(?: \[(send|receive)\])? via (.+)$")
+_DEVICE_SEGMENT = re.compile(r"^(\d{1,4})(\(\d{1,6}\))?$")
+_RING = re.compile(r"^Channel (\d{1,4})/(\d{1,4}) :(?:\s+\d{1,6})+\s*$")
+_TREES = re.compile(r"^Trees((?: \[\d{1,4}\] \S+)+)")
+_CHANNELS = re.compile(r"^(\d{1,4}) coll channels")
+_PATTERN = re.compile(r"^Pattern (\d{1,3}), crossNic (\d), nChannels (\d{1,4}), bw ([\d.]{1,20})/([\d.]{1,20}), "
+                      r"type (\w{1,8})/(\w{1,8})")
+_COMM = re.compile(r"\brank (\d{1,6}) n[Rr]anks (\d{1,6})\b")
+_CUDA_DEV = re.compile(r"\bcudaDev (\d{1,4})\b")
+_BUS_ID = re.compile(r"\bbusId ([0-9a-fA-F]{1,16})\b")
+_NNODES = re.compile(r"\bnNodes (\d{1,6})\b")
+_ERROR = re.compile(r"NCCL error|nccl(?:Internal|System|UnhandledCuda|Remote|InvalidUsage|InvalidArgument)Error|"
+                    r"NCCL Error \d|ncclCommInitRank failed|NCCL communicator was aborted")
+
+# What a warning or error line is about: the first pattern that matches names its kind.
+KINDS = (
+    ("no_socket_interface", re.compile(r"no socket interface found|No usable listening interface|"
+                                       r"no (?:IB|network) (?:device|interface)s? found", re.I)),
+    ("net_error", re.compile(r"NET/(?:IB|OFI|Socket)|NET/\w+ ?:|ibv_\w+|Got completion|libfabric|\bOFI\b|"
+                             r"Connect to .* failed|Connection (?:refused|reset|closed)|remote process exited", re.I)),
+    ("bootstrap", re.compile(r"Bootstrap|bootstrap", re.I)),
+    ("cuda", re.compile(r"\bCuda\b|CUDA|cuda\w+ failed", re.I)),
+)
+
+
+def kind_of(text):
+    for kind, pattern in KINDS:
+        if pattern.search(text):
+            return kind
+    return "other"
+
+
+def _section():
+    return {"version": None, "cuda": None, "cuda_driver": None, "network": None, "net_plugin": None,
+            "net_kind": None, "net_devices": [], "oob": None, "bootstrap": None, "env": {}, "gdr": [],
+            "dmabuf_gpus": [], "transports": {}, "connections": [], "ranks": [], "nranks": None, "nnodes": None,
+            "channels": None, "trees": None, "graphs": [], "init_complete": False, "warnings": [],
+            "warn_count": 0, "errors": [], "error_count": 0, "evidence": {}}
+
+
+def _keep(items, entry):
+    if entry not in items and len(items) < MAX_ITEMS:
+        items.append(entry)
+
+
+def _line_evidence(number, line):
+    line = line.strip()
+    return "line %d: %s" % (number, line if len(line) <= MAX_EVIDENCE else line[:MAX_EVIDENCE] + "...")
+
+
+def _note(section, key, number, line):
+    section["evidence"].setdefault(key, _line_evidence(number, line))
+
+
+def transport_name(via):
+    """'NET/IB/0/GDRDMA' -> 'NET/IB/GDRDMA', 'P2P/IPC/read comm 0x12 nRanks 02' -> 'P2P/IPC/read'; the device index
+    (any all-digit segment) dropped, what follows the last segment's first space dropped."""
+    parts = via.strip().split("/")
+    parts[-1] = parts[-1].split(" ", 1)[0]
+    return "/".join(p for p in parts if p and not _DEVICE_SEGMENT.match(p))
+
+
+def _net_index(via):
+    """(NIC index, PXN) of a network connection: "NET/IB/1/GDRDMA" -> (1, False); "NET/IB/1(3)/GDRDMA", through
+    the NIC of a peer GPU (rank 3) over NVLink, -> (1, True)."""
+    parts = via.strip().split("/")
+    if parts[0] != "NET":
+        return None, False
+    for part in parts[1:]:
+        match = _DEVICE_SEGMENT.match(part.split(" ", 1)[0])
+        if match:
+            return int(match.group(1)), match.group(2) is not None
+    return None, False
+
+
+def _net_devices(kind, items):
+    devices = []
+    for index, name, rest in _NET_ITEM.findall(items.split("; OOB", 1)[0])[:MAX_ITEMS]:
+        device = {"index": int(index), "name": name, "port": None, "link": None, "address": None}
+        port = re.match(r"^:(\d{1,4})/(\w{1,16})", rest)
+        if port:
+            device["port"], device["link"] = int(port.group(1)), port.group(2)
+        elif rest.startswith(":"):
+            device["address"] = rest[1:].split("<", 1)[0] or None
+        devices.append(device)
+    return devices
+
+
+def _message(section, number, line, message, level):
+    """One NCCL line's message (after the prefix) read into a section."""
+    if level == "WARN":
+        section["warn_count"] += 1
+        _keep(section["warnings"], {"line": number, "kind": kind_of(message),
+                                    "text": message.strip()[:MAX_EVIDENCE]})
+        return
+    match = _VERSION.search(message)
+    if match:
+        section["version"] = section["version"] or match.group(1)
+        section["cuda"] = section["cuda"] or match.group(2)
+        _note(section, "version", number, line)
+        return
+    match = _DRIVER.search(message)
+    if match:
+        section["cuda_driver"] = section["cuda_driver"] or int(match.group(1))
+        return
+    match = _NETWORK.match(message)
+    if match:
+        section["network"] = section["network"] or match.group(1)
+        _note(section, "network", number, line)
+        return
+    match = _BOOTSTRAP.match(message)
+    if match:
+        section["bootstrap"] = section["bootstrap"] or {"name": match.group(1), "address": match.group(2)}
+        _note(section, "bootstrap", number, line)
+        return
+    match = _PLUGIN.match(message)
+    if match:
+        text = match.group(1)
+        if "No plugin found" in text or "using internal implementation" in text or "version 0" in text:
+            section["net_plugin"] = section["net_plugin"] or "internal"
+        else:
+            loaded = _PLUGIN_LOADED.search(text)
+            if loaded:
+                section["net_plugin"] = loaded.group(1)
+        return
+    loaded = _PLUGIN_LOADED.search(message)
+    if loaded and section["net_plugin"] in (None, "internal"):
+        section["net_plugin"] = loaded.group(1)
+        return
+    match = _GDR.search(message)
+    if match:
+        _keep(section["gdr"], {"enabled": match.group(2).lower() == "enabled",
+                               "gpu": match.group(3).lower() if match.group(3) else None, "hca": int(match.group(4)),
+                               "hca_name": match.group(5), "via": match.group(1), "detail": match.group(6)})
+        _note(section, "gdr_enabled" if match.group(2).lower() == "enabled" else "gdr_disabled", number, line)
+        return
+    if _GDR_OFF.search(message):
+        _keep(section["gdr"], {"enabled": False, "gpu": None, "hca": None, "hca_name": None, "via": None,
+                               "detail": message.strip()[:MAX_EVIDENCE]})
+        _note(section, "gdr_disabled", number, line)
+        return
+    match = _NET_USING.match(message)
+    if match:
+        if not section["net_devices"]:
+            section["net_kind"] = match.group(1).strip()
+            section["net_devices"] = _net_devices(section["net_kind"], match.group(2))
+            oob = _OOB.search(match.group(2))
+            if oob:
+                section["oob"] = {"name": oob.group(1), "address": oob.group(2)}
+            _note(section, "net_devices", number, line)
+        return
+    match = _DMABUF.search(message)
+    if match:
+        _keep(section["dmabuf_gpus"], int(match.group(1)))
+        return
+    match = _ENV.match(message)
+    if match:
+        section["env"].setdefault(match.group(1), match.group(2).strip())
+        return
+    match = _CONNECT.match(message)
+    if match:
+        via = match.group(7)
+        name = transport_name(via)
+        section["transports"][name] = section["transports"].get(name, 0) + 1
+        _note(section, "transport " + name, number, line)
+        if name.startswith("NET/"):
+            nic, pxn = _net_index(via)
+            _keep(section["connections"], {
+                "rank": int(match.group(2)), "gpu": (match.group(3) or "").lower() or None,
+                "peer": int(match.group(4)), "direction": match.group(6), "nic": nic, "pxn": pxn, "transport": name})
+        return
+    match = _RING.match(message)
+    if match:
+        section["channels"] = max(section["channels"] or 0, int(match.group(2)))
+        return
+    match = _CHANNELS.match(message)
+    if match:
+        section["channels"] = max(section["channels"] or 0, int(match.group(1)))
+        return
+    match = _TREES.match(message)
+    if match:
+        section["trees"] = max(section["trees"] or 0, match.group(1).count("["))
+        return
+    match = _PATTERN.match(message)
+    if match:
+        _keep(section["graphs"], {"pattern": int(match.group(1)), "cross_nic": match.group(2) == "1",
+                                  "channels": int(match.group(3)), "bw_intra": float(match.group(4)),
+                                  "bw_inter": float(match.group(5)), "type_intra": match.group(6),
+                                  "type_inter": match.group(7)})
+        return
+    if "Init COMPLETE" in message:
+        section["init_complete"] = True
+    match = _COMM.search(message)
+    if match and ("comm 0x" in message or "Init" in message):
+        section["nranks"] = max(section["nranks"] or 0, int(match.group(2)))
+        dev, bus = _CUDA_DEV.search(message), _BUS_ID.search(message)
+        _keep(section["ranks"], {"rank": int(match.group(1)), "cuda_dev": int(dev.group(1)) if dev else None,
+                                 "bus_id": bus.group(1).lower() if bus else None})
+    match = _NNODES.search(message)
+    if match:
+        section["nnodes"] = max(section["nnodes"] or 0, int(match.group(1)))
+
+
+def _error(section, number, line):
+    section["error_count"] += 1
+    _keep(section["errors"], {"line": number, "kind": kind_of(line), "text": line.strip()[:MAX_EVIDENCE]})
+
+
+def read_lines(handle, limit=None):
+    """Lines of an open text file, each at most MAX_LINE characters (the rest of a longer line is dropped), at most
+    ``limit`` of them."""
+    count = 0
+    while limit is None or count < limit:
+        line = handle.readline(MAX_LINE)
+        if not line:
+            return
+        if not line.endswith("\n"):
+            while True:  # drop the rest of an overlong line without holding it
+                rest = handle.readline(65536)
+                if not rest or rest.endswith("\n"):
+                    break
+        count += 1
+        yield line.rstrip("\r\n")
+
+
+def parse_nccl_log(lines):
+    """What NCCL said, from an iterable of lines (``text.splitlines()`` or ``read_lines(handle)``).
+
+    Returns {"lines": read, "nccl_lines": NCCL's, "hosts": [prefix host names, sorted], "hosts_dropped": count,
+    "sections": {host or "": section}}; lines without NCCL's prefix (a bare "NCCL version", a PyTorch "NCCL error")
+    go to the section "". A section holds version, cuda, cuda_driver, network ("Using network X"), net_plugin,
+    net_kind and net_devices (the "NET/<kind> : Using" line, in NCCL's order: index, name, port, link, address), oob,
+    bootstrap, env (NCCL_* set by environment), gdr (per HCA and GPU: enabled, detail), dmabuf_gpus, transports
+    ({name: connection count}), connections (over the network: rank, gpu, peer, direction, nic index, transport),
+    ranks, nranks, nnodes, channels, trees, graphs (pattern, cross_nic, channels, bw, type), init_complete, warnings
+    and errors ({line, kind, text}) with their counts, and evidence ({what: "line N: ..."})."""
+    sections = {}
+    dropped = set()
+    total = nccl = 0
+    # PyTorch prints NCCL's last error after its own: "ncclInternalError: ...", "Last error:", then the message
+    recent_error = last_error = None
+    for number, raw in enumerate(lines, 1):
+        total = number
+        line = raw[:MAX_LINE]
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if last_error is not None:
+            nccl += 1
+            _error(last_error, number, line)
+            recent_error = last_error = None
+            continue
+        if stripped == "Last error:" and recent_error is not None:
+            last_error = recent_error
+            continue
+        recent_error = None
+        if "NCCL" not in line and "nccl" not in line:
+            continue
+        if "-" in line:
+            line = _TIMESTAMP.sub(" ", line)
+        match = _PREFIX.search(line)
+        if match:
+            host, level = match.group(1), match.group(5)
+            message = line[match.end():]
+        else:
+            bare = _BARE.search(line)
+            host, level = "", (bare.group(1) if bare else None)
+            message = line[bare.end():] if bare else line
+        if host not in sections:
+            if len(sections) >= MAX_SECTIONS:
+                dropped.add(host)
+                if len(dropped) > 100000:
+                    dropped = set(list(dropped)[:100000])
+                continue
+            sections[host] = _section()
+        section = sections[host]
+        if _ERROR.search(line):
+            nccl += 1
+            _error(section, number, line)
+            version = _VERSION.search(line)
+            if version and not section["version"]:  # PyTorch's "NCCL error in: ..., NCCL version 2.14.3"
+                section["version"] = version.group(1)
+                _note(section, "version", number, line)
+            recent_error = section
+            continue
+        if level is None:
+            if _VERSION.search(line):
+                nccl += 1
+                _message(section, number, line, line[line.index("NCCL version"):] if "NCCL version" in line
+                         else line, "INFO")
+            continue
+        nccl += 1
+        _message(section, number, line, message, level)
+    hosts = sorted(h for h in sections if h)
+    return {"lines": total, "nccl_lines": nccl, "hosts": hosts, "hosts_dropped": len(dropped),
+            "sections": dict((h, s) for h, s in sections.items() if h or _used(s))}
+
+
+def _used(section):
+    empty = _section()
+    return any(section[k] != empty[k] for k in empty)
+
+
+def merge_sections(sections):
+    """One view of several sections (a host's own and the unprefixed lines): the first value of each scalar, lists
+    and counts combined."""
+    view = _section()
+    for section in sections:
+        for key, value in section.items():
+            if isinstance(value, list):
+                for item in value:
+                    _keep(view[key], item)
+            elif key == "transports":
+                for name, count in value.items():
+                    view[key][name] = view[key].get(name, 0) + count
+            elif key in ("env", "evidence"):
+                for k, v in value.items():
+                    view[key].setdefault(k, v)
+            elif key in ("warn_count", "error_count"):
+                view[key] += value
+            elif key in ("nranks", "nnodes", "channels", "trees") and value is not None:
+                view[key] = max(view[key] or 0, value)
+            elif key == "init_complete":
+                view[key] = view[key] or value
+            elif view[key] is None:
+                view[key] = value
+    return view
+
+
+def host_view(parsed, names):
+    """The part of a parsed log that is about one host: the sections of the prefix host names in ``names`` (compared
+    case-insensitively, also by short name), else the only host of a one-host log (a container's hostname rarely is
+    the inventory's), with the unprefixed lines. Returns (view, None), or (None, why) when the log names other hosts
+    only."""
+    wanted = set()
+    for name in names:
+        if name:
+            name = str(name).lower()
+            wanted.update([name, name.split(".", 1)[0]])
+    hosts = parsed.get("hosts") or []
+    chosen = [h for h in hosts if h.lower() in wanted or h.lower().split(".", 1)[0] in wanted]
+    if not chosen and len(hosts) == 1:
+        chosen = hosts
+    if hosts and not chosen:
+        return None, "the log's NCCL lines come from %s, not from this host" % ", ".join(hosts[:5])
+    sections = [parsed["sections"][h] for h in chosen] + ([parsed["sections"][""]] if "" in parsed["sections"] else [])
+    view = merge_sections(sections)
+    view["hosts"] = chosen
+    return view, None

@@ -1,0 +1,470 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""Rule family NCCLRUN: what NCCL itself decided on a node (its NCCL_DEBUG=INFO output and its topology dump, from
+fabric_nccl_logs or the nccl-tests probe) checked against the facts and the intent."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import ipaddress
+import re
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import host_view
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import path_rank
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.gdr import p2p_bridges
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import (
+    NotApplicable, host_rule, inventory_rule, observed,
+)
+
+PROBE_SOURCE = "nccl-tests probe"
+NEAR = ("PIX", "PXB")  # a GPU and a NIC below one PCIe switch: where GPUDirect RDMA pays
+
+
+# ---- what NCCL said on this host --------------------------------------------------------------------------------
+
+
+def nccl_logs(host, expect):
+    """[(source, view, why)] of every NCCL log about this host: the files of fabric_nccl_logs and the nccl-tests
+    probe's output. ``view`` is the host's part of the log (``nccl_log.host_view``), None with ``why`` when the
+    file could not be read, holds no NCCL line, or is about other hosts."""
+    found = []
+    for entry in observed(expect, "nccl_logs") or []:
+        if entry.get("kind") != "log":
+            continue
+        if entry.get("error"):
+            found.append((entry["path"], None, entry["error"]))
+            continue
+        found.append(_view(entry["path"], entry.get("parsed"), host))
+    probes = observed(expect, "probes")
+    nccl = probes.get("nccl") if isinstance(probes, dict) else None
+    if isinstance(nccl, dict) and isinstance(nccl.get("nccl_log"), dict):
+        found.append(_view(PROBE_SOURCE, nccl["nccl_log"], host))
+    return found
+
+
+def _view(source, parsed, host):
+    if not isinstance(parsed, dict) or not parsed.get("nccl_lines"):
+        return (source, None, "no NCCL line in %s%s: was NCCL_DEBUG=INFO set for the run?" % (
+            source, " (%d lines read)" % parsed["lines"] if isinstance(parsed, dict) and parsed.get("lines") else ""))
+    view, why = host_view(parsed, [host])
+    return (source, view, why)
+
+
+def nccl_dumps(expect):
+    """[(source, facts, error)] of the NCCL topology dumps of this host (fabric_nccl_logs, the probe)."""
+    found = [(e["path"], e.get("facts"), e.get("error")) for e in observed(expect, "nccl_logs") or []
+             if e.get("kind") == "topology_dump"]
+    probes = observed(expect, "probes")
+    nccl = probes.get("nccl") if isinstance(probes, dict) else None
+    if isinstance(nccl, dict) and isinstance(nccl.get("nccl_topology"), dict):
+        found.append((PROBE_SOURCE + " (NCCL_TOPO_DUMP_FILE)", nccl["nccl_topology"], None))
+    return found
+
+
+def _views(ctx):
+    views = [(s, v) for s, v, _why in nccl_logs(ctx.host, ctx.observed) if v is not None]
+    if not views:
+        raise NotApplicable("no NCCL log of this host (fabric_nccl_logs, or the nccl-tests probe)")
+    return views
+
+
+def pci_of_bus_id(bus_id):
+    """NCCL's busId ("1b000", "10001c000": domain, bus, device, function in hex, as NCCL packs them) as a PCI
+    address ("0000:1b:00.0"), or None."""
+    if not bus_id or not re.match(r"^[0-9a-f]{1,16}$", bus_id) or len(bus_id) < 3:
+        return None
+    text = bus_id.zfill(9)
+    return "%04x:%s:%s.%s" % (int(text[:-5], 16), text[-5:-3], text[-3:-1], text[-1]) if int(text[-1], 16) < 8 \
+        else None
+
+
+def _gpu_address(view, gpu):
+    """A GPU as a connection line names it: a busId, or in older NCCL the CUDA device (then the comm line's busId)."""
+    if gpu is None:
+        return None
+    known = dict((r["bus_id"], r) for r in view["ranks"] if r.get("bus_id"))
+    if gpu in known or len(gpu) >= 3:
+        return pci_of_bus_id(gpu)
+    for rank in view["ranks"]:
+        if rank.get("cuda_dev") is not None and str(rank["cuda_dev"]) == gpu and rank.get("bus_id"):
+            return pci_of_bus_id(rank["bus_id"])
+    return None
+
+
+def nic_address(facts, name):
+    """The PCI function of a device NCCL names: an RDMA device (mlx5_0, NET/IB and OFI) or a netdev (NET/Socket)."""
+    for rdma in facts.get("rdma") or []:
+        if rdma.get("name") == name:
+            return rdma.get("address")
+    for nic in facts.get("nics") or []:
+        if nic.get("name") == name:
+            return nic.get("pci_address") or nic.get("address")
+    return None
+
+
+def _path_type(facts, gpu, nic):
+    for path in (facts.get("paths") or {}).get("gpu_nic") or []:
+        if path.get("gpu") == gpu and path.get("nic") == nic:
+            return path.get("type")
+    return None
+
+
+def _evidence(source, view, *keys):
+    lines = dict((k, view["evidence"][k]) for k in keys if k in view["evidence"])
+    return dict({"log": source}, **lines)
+
+
+# ---- rules -----------------------------------------------------------------------------------------------------
+
+
+@host_rule(
+    "NCCLRUN-001", "NCCL fell back to TCP sockets", "fail",
+    """NCCL moved data over TCP sockets (\"Using network Socket\", connections \"via NET/Socket\") on a node that has
+    active RDMA ports or where RDMA is intended. That is a fraction of the bandwidth at several times the latency;
+    the usual causes are a missing or mis-set NCCL_IB_HCA, NCCL_IB_DISABLE=1 left from a test, an RDMA stack NCCL
+    could not open in the container (no /dev/infiniband, no libibverbs), or a net plugin that failed to load.""",
+    """Read the log's NET/IB or NET/Plugin lines for why IB was not used; give the container /dev/infiniband and
+    libibverbs, unset NCCL_IB_DISABLE, or set fabric_nccl_mode: tcp where TCP is what you want.""")
+def nccl_socket_fallback(ctx):
+    views = _views(ctx)
+    mode = ctx.expect.get("nccl_mode")
+    if mode == "tcp":
+        raise NotApplicable("fabric_nccl_mode is tcp: sockets are intended")
+    active = sorted("%s:%s" % (d["name"], p["port"]) for d in ctx.facts.get("rdma") or []
+                    for p in d.get("ports") or [] if p.get("state") == "ACTIVE")
+    wanted = mode == "rdma" or ctx.expect.get("rdma")
+    if not active and not wanted:
+        raise NotApplicable("no active RDMA port and RDMA not intended: sockets are NCCL's only network here")
+    for source, view in views:
+        socket = view["network"] == "Socket" or any(t.startswith("NET/Socket") for t in view["transports"])
+        if not socket:
+            continue
+        why = "fabric_nccl_mode is rdma" if mode == "rdma" else (
+            "RDMA is expected (fabric_expectations.rdma)" if wanted else "the node has active RDMA ports (%s)"
+            % ", ".join(active[:4]))
+        ctx.finding(source, "NCCL used TCP sockets (%s) although %s" % (
+            ", ".join(d["name"] for d in view["net_devices"]) or "network Socket", why),
+            dict(_evidence(source, view, "network", "net_devices", "transport NET/Socket"),
+                 active_rdma_ports=active, env=dict((k, v) for k, v in view["env"].items()
+                                                    if k.startswith(("NCCL_IB", "NCCL_NET")))))
+
+
+@host_rule(
+    "NCCLRUN-002", "NCCL sends a GPU's traffic through a distant NIC", "warn",
+    """For each GPU NCCL picks a NIC; when the one it uses is farther (PHB, NODE, SYS) than a NIC the facts show
+    beside the GPU (PIX, PXB), every byte crosses the CPU or the socket link. NCCL does this when its view of the
+    PCI tree is wrong (a VM, an NCCL_TOPO_FILE of another machine) or NCCL_IB_HCA leaves the near NIC out. PXN
+    routes (through a peer GPU's NIC over NVLink) are NCCL's deliberate choice and not judged.""",
+    """Check NCCL_IB_HCA names every near NIC; in a VM give NCCL the real topology (fabric_nccl_topo_file: true
+    writes one from the facts); compare `nvidia-smi topo -m`.""")
+def nccl_distant_nic(ctx):
+    ctx.need("gpus")
+    views = _views(ctx)
+    judged = 0
+    for source, view in views:
+        names = dict((d["index"], d["name"]) for d in view["net_devices"])
+        seen = set()
+        for conn in view["connections"]:
+            gpu = _gpu_address(view, conn.get("gpu"))
+            name = names.get(conn.get("nic"))
+            if conn.get("pxn") or not gpu or name is None or (gpu, name) in seen:
+                continue
+            seen.add((gpu, name))
+            nic = nic_address(ctx.facts, name)
+            chosen = _path_type(ctx.facts, gpu, nic) if nic else None
+            best = _best_nic(ctx.facts, gpu, [d["name"] for d in view["net_devices"]])
+            if chosen is None or best is None:
+                continue
+            judged += 1
+            if path_rank(chosen) > path_rank(best[1]) and best[1] in NEAR:
+                ctx.finding("%s->%s" % (gpu, name), "NCCL sends GPU %s through %s (%s) although %s is %s" % (
+                    gpu, name, chosen, best[0], best[1]),
+                    dict(_evidence(source, view, "net_devices"), gpu=gpu, nic=name, nic_path=chosen,
+                         nearest=best[0], nearest_path=best[1], transport=conn.get("transport")))
+    if not judged:
+        raise NotApplicable("the logs name no GPU-to-NIC connection the facts can place (NCCL_DEBUG_SUBSYS without "
+                            "INIT, a one-node run, or devices the facts do not have)")
+
+
+def _best_nic(facts, gpu, names):
+    """(name, path type) of the nearest of the NICs NCCL could use (those it listed) to a GPU."""
+    best = None
+    for name in names:
+        nic = nic_address(facts, name)
+        kind = _path_type(facts, gpu, nic) if nic else None
+        if kind and (best is None or path_rank(kind) < path_rank(best[1])):
+            best = (name, kind)
+    return best
+
+
+@host_rule(
+    "NCCLRUN-003", "NCCL carries training traffic on the management network", "fail",
+    """NCCL moved collective data through an interface with an address in a management network of fabric_networks:
+    it competes with SSH and monitoring on a slower link, and a saturated job can cut the node off. NCCL picks the
+    first interface it finds when NCCL_SOCKET_IFNAME is unset or matches nothing.""",
+    """Set NCCL_SOCKET_IFNAME to the training interface (`ansible-playbook gpuops.fabric.nccl` writes it from the
+    intent) and check it selects what you mean (NCCL-002).""")
+def nccl_on_management(ctx):
+    views = _views(ctx)
+    management = [(n, v) for n, v in (ctx.expect.get("networks") or {}).items() if v.get("role") == "management"]
+    if not management:
+        raise NotApplicable("fabric_networks names no management network")
+    for source, view in views:
+        if view["network"] != "Socket" and not any(t.startswith("NET/Socket") for t in view["transports"]):
+            continue  # the OOB/bootstrap interface is meant for this; only socket data traffic is judged
+        for device in view["net_devices"]:
+            network = _network_of(device, management, ctx.facts)
+            if network:
+                ctx.finding(device["name"], "NCCL sends data through %s (%s), on management network %s" % (
+                    device["name"], device.get("address") or "address not logged", network),
+                    dict(_evidence(source, view, "net_devices", "network"), interface=device["name"],
+                         NCCL_SOCKET_IFNAME=view["env"].get("NCCL_SOCKET_IFNAME")))
+
+
+def _network_of(device, networks, facts):
+    addresses = [device.get("address")] + [a.split("/", 1)[0] for n in facts.get("nics") or []
+                                           if n.get("name") == device["name"] for a in (n.get("ipv4") or [])]
+    for text in addresses:
+        try:
+            ip = ipaddress.ip_address((text or "").split("%", 1)[0])
+        except ValueError:
+            continue
+        for name, net in networks:
+            if any(ip in subnet for subnet in net.get("subnets") or []):
+                return name
+    return None
+
+
+@host_rule(
+    "NCCLRUN-004", "GPUDirect RDMA disabled although the hardware path allows it", "fail",
+    """NCCL printed \"GPU Direct RDMA Disabled\" for an HCA that sits below the same PCIe switch as a GPU (PIX or
+    PXB in the facts), or its connections through that HCA are not GDRDMA: every transfer is staged through host
+    memory, which on such a node costs about half the network bandwidth. The facts say why where they can:
+    nvidia_peermem not loaded (and no DMA-BUF), ACS redirecting peer-to-peer on the path.""",
+    """Load nvidia_peermem (or use DMA-BUF: kernel 5.12+, the open GPU kernel module, NCCL_DMABUF_ENABLE=1), disable
+    ACS redirect on the switch ports (GDR-002); NCCL_NET_GDR_LEVEL overrides NCCL's distance limit.""")
+def nccl_gdr_disabled(ctx):
+    ctx.need("gpus")
+    views = _views(ctx)
+    judged = 0
+    for source, view in views:
+        if not view["gdr"] and not any(t.startswith("NET/") and t != "NET/Socket" for t in view["transports"]):
+            continue
+        names = dict((d["index"], d["name"]) for d in view["net_devices"])
+        disabled = {}  # HCA -> (near GPUs, the first line's entry)
+        for entry in view["gdr"]:
+            name = entry.get("hca_name") or names.get(entry.get("hca"))
+            nic = nic_address(ctx.facts, name) if name else None
+            if not nic:
+                continue
+            judged += 1
+            if entry["enabled"]:
+                continue
+            gpus = [_gpu_address(view, entry["gpu"])] if entry.get("gpu") else [g["address"] for g in ctx.facts["gpus"]]
+            near = [g for g in gpus if g and _path_type(ctx.facts, g, nic) in NEAR]
+            if near:  # else NCCL is right: through the CPU, staging costs nothing more
+                held = disabled.setdefault(name, (set(), entry))
+                held[0].update(near)
+        for name in sorted(disabled):
+            near, entry = sorted(disabled[name][0]), disabled[name][1]
+            reasons = _gdr_reasons(ctx, near, nic_address(ctx.facts, name))
+            ctx.finding(name, "NCCL disabled GPUDirect RDMA for %s, which shares a PCIe switch with GPU %s%s" % (
+                name, ", ".join(near), "; the facts say: " + "; ".join(reasons) if reasons else
+                "; the facts show no reason (IOMMU or driver: see the log)"),
+                dict(_evidence(source, view, "gdr_disabled", "net_devices"), hca=name, gpus=near,
+                     detail=entry.get("detail"), reasons=reasons))
+    if not judged:
+        raise NotApplicable("the logs say nothing of GPUDirect RDMA (no RDMA network, or NCCL_DEBUG_SUBSYS "
+                            "without INIT/NET)")
+
+
+def _gdr_reasons(ctx, gpus, nic):
+    reasons = []
+    modules = ctx.facts.get("kernel_modules")
+    if modules is not None and not (modules.get("nvidia_peermem") or modules.get("nv_peer_mem")):
+        reasons.append("neither nvidia_peermem nor nv_peer_mem is loaded")
+    pci = ctx.pci()
+    on_path = set(b for gpu in gpus for b in p2p_bridges(pci, gpu, nic))
+    redirect = sorted(b for b in on_path if ((pci.get(b) or {}).get("acs") or {}).get("redirects_p2p"))
+    if redirect:
+        reasons.append("ACS redirects peer-to-peer on %s" % ", ".join(redirect))
+    return reasons
+
+
+@host_rule(
+    "NCCLRUN-005", "NCCL reported errors or warnings", "fail",
+    """NCCL printed WARN lines or an NCCL error: a missing socket interface, a failed RDMA call, a refused
+    connection, a bootstrap timeout. Errors end the job; warnings often precede a hang or a silent fallback.""",
+    """Read the quoted lines; the usual fixes: NCCL_SOCKET_IFNAME naming an interface that exists and is up on every
+    node, the same NCCL version everywhere, RDMA devices and memlock limits in the container, firewalls open between
+    the nodes.""")
+def nccl_errors(ctx):
+    views = _views(ctx)
+    for source, view in views:
+        serious = [w for w in view["warnings"] if w["kind"] in ("no_socket_interface", "net_error", "bootstrap", "cuda")]
+        if view["errors"] or serious:
+            first = (view["errors"] + serious)[0]
+            ctx.finding(source, "NCCL %s (%d error line(s), %d warning(s)); first at line %d: %s" % (
+                "failed" if view["errors"] else "warned", view["error_count"], view["warn_count"], first["line"],
+                first["text"]),
+                {"log": source, "errors": view["errors"][:10], "warnings": view["warnings"][:10],
+                 "init_complete": view["init_complete"]})
+        elif view["warnings"]:
+            ctx.finding(source, "NCCL printed %d warning(s); first at line %d: %s" % (
+                view["warn_count"], view["warnings"][0]["line"], view["warnings"][0]["text"]),
+                {"log": source, "warnings": view["warnings"][:10]}, severity="warn")
+
+
+@host_rule(
+    "NCCLRUN-006", "NCCL's view of the PCI tree differs from the facts", "warn",
+    """NCCL builds rings and picks NICs from its own reading of the PCI tree, which its topology dump shows. In VMs
+    and with some BIOS settings it sees a flattened tree (no switches, NUMA -1): a GPU and NIC below one switch
+    (PIX/PXB in the facts) look to NCCL as if joined through the CPU (PHB/SYS), so it disables GPUDirect RDMA and
+    builds rings across the socket.""",
+    """Give NCCL the real topology: `fabric_nccl_topo_file: true` in the nccl role writes /etc/nccl-topo.xml from the
+    facts and points NCCL_TOPO_FILE at it.""")
+def nccl_topology_view(ctx):
+    ctx.need("gpus")
+    dumps = nccl_dumps(ctx.observed)
+    if not dumps:
+        raise NotApplicable("no NCCL topology dump of this host (NCCL_TOPO_DUMP_FILE in fabric_nccl_logs, or the "
+                            "nccl-tests probe)")
+    for source, dump, error in dumps:
+        if error or not isinstance(dump, dict):
+            ctx.finding(source, "NCCL topology dump %s could not be read: %s" % (source, error), {"dump": source},
+                        severity="info")
+            continue
+        theirs = dict((g["address"], g) for g in dump.get("gpus") or [])
+        mine = dict((g["address"], g) for g in ctx.facts["gpus"])
+        common = sorted(set(theirs) & set(mine))
+        if not common:
+            ctx.finding(source, "NCCL's dump names GPUs %s, the facts %s: a dump of another machine?" % (
+                ", ".join(sorted(theirs)[:4]) or "none", ", ".join(sorted(mine)[:4]) or "none"),
+                {"dump": source, "dump_gpus": sorted(theirs), "facts_gpus": sorted(mine)})
+            continue
+        lost = [a for a in common if theirs[a].get("numa_node") is None]
+        if lost:
+            placed = [a for a in lost if mine[a].get("numa_node") is not None]
+            ctx.finding("numa", "NCCL sees no NUMA node for GPU %s (NUMA -1): it cannot keep its threads and buffers "
+                        "on the GPU's socket; %s" % (", ".join(lost[:4]) + (" and %d more" % (len(lost) - 4)
+                                                                            if len(lost) > 4 else ""),
+                                                     "the facts place it on node %s" % mine[placed[0]]["numa_node"]
+                                                     if placed else "the facts know none either (a VM that shows "
+                                                     "the guest no NUMA topology?)"),
+                        {"dump": source, "gpus": lost, "facts_numa": dict((a, mine[a].get("numa_node"))
+                                                                          for a in lost)})
+        for address in common:
+            for near in mine[address].get("nearest_nics") or []:
+                if near.get("type") not in NEAR:
+                    continue
+                seen = _path_type(dump, address, near["nic"])
+                if seen and path_rank(seen) > path_rank(near["type"]):
+                    nic = "/".join(near.get("nic_names") or []) or near["nic"]
+                    ctx.finding("%s->%s" % (address, near["nic"]), "NCCL sees GPU %s and NIC %s as %s; the facts "
+                                "give %s (one PCIe switch)" % (address, nic, seen, near["type"]),
+                                {"dump": source, "gpu": address, "nic": near["nic"], "nccl_path": seen,
+                                 "facts_path": near["type"]})
+
+
+@inventory_rule(
+    "NCCLRUN-007", "NCCL version, CUDA driver or NCCL_* environment differs across hosts", "warn",
+    """Ranks of one job must run the same NCCL (its protocol changes between releases; mixed versions hang or fail
+    at init), and NCCL_* settings that differ between nodes (one node with NCCL_IB_DISABLE=1, another NCCL_ALGO)
+    make the job as slow as the odd node.""",
+    """Install one NCCL build (one container image) everywhere and set NCCL_* from one place (the nccl role).""")
+def nccl_inventory_divergence(ctx, hosts):
+    seen = {"version": {}, "cuda_driver": {}, "env": {}}
+    for host in sorted(hosts):
+        for _source, view, _why in nccl_logs(host, hosts[host][1]):
+            if view is None:
+                continue
+            if view["version"]:
+                seen["version"].setdefault(view["version"], set()).add(host)
+            if view["cuda_driver"]:
+                seen["cuda_driver"].setdefault(view["cuda_driver"], set()).add(host)
+            for key, value in view["env"].items():
+                seen["env"].setdefault(key, {}).setdefault(value, set()).add(host)
+    judged = [k for k in ("version", "cuda_driver") if seen[k]]
+    if not judged and not seen["env"]:
+        raise NotApplicable("no NCCL log names a version, a driver or an NCCL_* setting")
+    for key in ("version", "cuda_driver"):
+        if len(seen[key]) > 1:
+            ctx.finding(key, "NCCL logs show %d %s values: %s" % (len(seen[key]), key, _spread(seen[key])),
+                        {key: dict((str(v), sorted(h)) for v, h in seen[key].items())}, host=None)
+    for name in sorted(seen["env"]):
+        values = seen["env"][name]
+        if len(values) > 1:
+            ctx.finding(name, "%s differs across hosts: %s" % (name, _spread(values)),
+                        {name: dict((v, sorted(h)) for v, h in values.items())}, host=None)
+
+
+def _spread(values):
+    parts = []
+    for value in sorted(values, key=str):
+        hosts = sorted(values[value])
+        more = " and %d more" % (len(hosts) - 3) if len(hosts) > 3 else ""
+        parts.append("%s on %s%s" % (value, ", ".join(hosts[:3]), more))
+    return "; ".join(parts)
+
+
+@host_rule(
+    "NCCLRUN-008", "An NCCL log given could not be used", "warn",
+    """A file of fabric_nccl_logs could not be read, holds no NCCL line (NCCL_DEBUG=INFO was not set for the run),
+    or holds only other hosts' lines: the NCCLRUN rules could not judge it.""",
+    """Run the job with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH (NCCL_DEBUG_FILE=/path/nccl.%h.%p
+    writes one file per process) and point fabric_nccl_logs at this host's files.""")
+def nccl_unusable_logs(ctx):
+    logs = nccl_logs(ctx.host, ctx.observed)
+    if not logs:
+        raise NotApplicable("no NCCL log of this host (fabric_nccl_logs, or the nccl-tests probe)")
+    for source, view, why in logs:
+        if view is None:
+            ctx.finding(source, why, {"log": source})
+
+
+# ---- the report's view: what NCCL chose beside what the hardware offers -----------------------------------------
+
+
+def gdr_state(view):
+    """"enabled", "disabled", "mixed" or None: NCCL's GPUDirect RDMA lines, and GDRDMA connections as enabled."""
+    states = set(g["enabled"] for g in view["gdr"])
+    if any(t.endswith("/GDRDMA") for t in view["transports"]):
+        states.add(True)
+    return {(True,): "enabled", (False,): "disabled", (False, True): "mixed"}.get(tuple(sorted(states)))
+
+
+def nccl_choices(host, facts, expect):
+    """One row per NCCL log of a host: version, network, devices, transports, GDR, and per GPU of the facts the NICs
+    NCCL used for it beside the nearest NIC the facts give."""
+    rows = []
+    facts = facts if isinstance(facts, dict) else {}
+    for source, view, why in nccl_logs(host, expect):
+        row = {"host": host, "log": source, "problem": why, "version": None, "cuda_driver": None, "network": None,
+               "net_devices": [], "transports": [], "gdr": None, "gpus": []}
+        if view is None:
+            rows.append(row)
+            continue
+        names = dict((d["index"], d["name"]) for d in view["net_devices"])
+        used = {}
+        for conn in view["connections"]:
+            gpu, name = _gpu_address(view, conn.get("gpu")), names.get(conn.get("nic"))
+            if gpu and name:
+                used.setdefault(gpu, {}).setdefault(name, conn["transport"] + (" (PXN)" if conn.get("pxn") else ""))
+        gpus = []
+        for gpu in facts.get("gpus") or []:
+            near = (gpu.get("nearest_nics") or [{}])[0]
+            chosen = used.get(gpu["address"], {})
+            gpus.append({"gpu": gpu["address"],
+                         "nccl_nics": [{"nic": n, "path": _path_type(facts, gpu["address"], nic_address(facts, n)),
+                                        "transport": t} for n, t in sorted(chosen.items())],
+                         "nearest": "/".join(near.get("nic_names") or []) or near.get("nic"),
+                         "nearest_path": near.get("type")})
+        row.update(version=view["version"], cuda_driver=view["cuda_driver"], network=view["network"],
+                   net_devices=[d["name"] for d in view["net_devices"]], transports=sorted(view["transports"]),
+                   gdr=gdr_state(view), gpus=gpus)
+        rows.append(row)
+    return rows

@@ -1,0 +1,152 @@
+"""NCCL_DEBUG=INFO output parsed: real logs posted publicly (tests/fixtures/realdata/nccl-logs, each with its
+PROVENANCE.md and expected.json, what a person reads in it), and what no log may do to the parser."""
+
+import glob
+import io
+import json
+import os
+
+import pytest
+
+from conftest import REPO
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing import nccl_log
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import (
+    host_view, merge_sections, parse_nccl_log, read_lines, transport_name,
+)
+
+LOGS = os.path.join(REPO, "tests", "fixtures", "realdata", "nccl-logs")
+CASES = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(LOGS, "*", "nccl.log")))
+
+
+def parsed_case(name):
+    with open(os.path.join(LOGS, name, "nccl.log"), encoding="utf-8", errors="replace") as handle:
+        return parse_nccl_log(read_lines(handle))
+
+
+def expected(name):
+    with open(os.path.join(LOGS, name, "expected.json")) as handle:
+        return json.load(handle)
+
+
+def gdr_reading(view):
+    states = set(g["enabled"] for g in view["gdr"])
+    if any(t.endswith("/GDRDMA") for t in view["transports"]):
+        states.add(True)
+    return {(True,): "enabled", (False,): "disabled", (False, True): "mixed"}.get(tuple(sorted(states)))
+
+
+def test_there_are_real_logs_of_every_kind():
+    assert len(CASES) >= 12
+    faults = set(f for name in CASES for f in expected(name)["faults"])
+    assert {"socket_fallback", "gdr_disabled", "init_error", "no_socket_interface"} <= faults
+    assert any(not expected(name)["faults"] for name in CASES)  # healthy ones too
+    for name in CASES:
+        assert os.path.isfile(os.path.join(LOGS, name, "PROVENANCE.md")), name
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_real_log_reads_as_a_person_reads_it(name):
+    want = expected(name)
+    parsed = parsed_case(name)
+    view = merge_sections(parsed["sections"].values())
+    assert parsed["nccl_lines"] > 0
+    assert parsed["hosts"] == want["hosts"]
+    assert view["version"] == want["version"]
+    assert view["cuda_driver"] == want["cuda_driver"]
+    assert view["network"] == want["network"]
+    # the first "NET/<kind> : Using" line of a host; several hosts may list other devices
+    listed = [[d["name"] for d in s["net_devices"]] for s in parsed["sections"].values() if s["net_devices"]]
+    assert (want["net_devices"] or []) in (listed or [[]])
+    assert sorted(view["transports"]) == want["transports"]
+    assert view["nranks"] == want["nranks"]
+    assert view["init_complete"] == want["init_complete"]
+    assert view["warn_count"] == want["warn_lines"]
+    assert gdr_reading(view) == want["gdr"]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_real_log_faults_show_in_the_parse(name):
+    faults = set(expected(name)["faults"])
+    view = merge_sections(parsed_case(name)["sections"].values())
+    kinds = set(item["kind"] for item in view["warnings"] + view["errors"])
+    assert ("no_socket_interface" in kinds) == ("no_socket_interface" in faults)
+    if "init_error" in faults:
+        assert view["errors"] or view["warnings"]
+        assert not view["init_complete"]
+    if "gdr_disabled" in faults:
+        assert any(not g["enabled"] for g in view["gdr"])
+    if "socket_fallback" in faults:
+        assert view["network"] == "Socket" or "NET/Socket" in view["transports"]
+    if not faults:
+        assert not view["errors"]
+
+
+def test_prefixes_of_launchers_and_torch_are_read_through():
+    lines = ["[1,0]<stdout>:gpu6:1407:1595 [0] NCCL INFO Using network IB",
+             "[rank3]:node-b:77:88 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ib0:10.0.0.2<0>",
+             "2024-05-01 10:00:00,123 node-c:1:2 [0] NCCL INFO NCCL version 2.18.3+cuda12.2",
+             "node-c:1:2 [0] transport/net_ib.cc:123 NCCL WARN NET/IB : Got completion from peer 10.0.0.1<1> with error 12",
+             "node-c:1:2 [0] NCCL INFO Channel 00/0 : 0[1b000] -> 8[1b000] [send] via NET/IB/0(1)/GDRDMA"]
+    parsed = parse_nccl_log(lines)
+    assert parsed["hosts"] == ["gpu6", "node-b", "node-c"]
+    b = parsed["sections"]["node-b"]
+    assert [(d["name"], d["port"], d["link"]) for d in b["net_devices"]] == [("mlx5_0", 1, "IB"), ("mlx5_1", 1, "RoCE")]
+    assert b["oob"] == {"name": "ib0", "address": "10.0.0.2"}
+    c = parsed["sections"]["node-c"]
+    assert (c["version"], c["cuda"]) == ("2.18.3", "12.2")
+    assert c["warnings"][0]["kind"] == "net_error"
+    assert c["connections"] == [{"rank": 0, "gpu": "1b000", "peer": 8, "direction": "send", "nic": 0, "pxn": True,
+                                 "transport": "NET/IB/GDRDMA"}]
+
+
+def test_transport_names_drop_device_indexes_and_trailers():
+    assert transport_name("NET/IB/0/GDRDMA") == "NET/IB/GDRDMA"
+    assert transport_name("NET/Socket/1") == "NET/Socket"
+    assert transport_name("P2P/IPC/read comm 0x55 nRanks 08") == "P2P/IPC/read"
+    assert transport_name("NET/AWS Libfabric/0/GDRDMA") == "NET/AWS Libfabric/GDRDMA"
+    assert transport_name("SHM/direct/direct") == "SHM/direct/direct"
+
+
+def test_a_log_without_nccl_lines_says_so_and_odd_lines_never_fail():
+    assert parse_nccl_log(["hello", "Traceback (most recent call last):", ""])["nccl_lines"] == 0
+    junk = ["NCCL INFO", "x:1:2 [0] NCCL INFO Channel 99999999/0 : a -> b via", "NCCL version 9.9",
+            "a:1:1 [0] NCCL INFO Pattern x, crossNic", "\x00\xff NCCL WARN \u202e", "NCCL INFO " + "[0]" * 5000,
+            "h:1:1 [0] NCCL INFO NET/IB : Using " + "[0]mlx5_0:1/IB " * 1000,
+            "h:1:1 [0] NCCL INFO GPU Direct RDMA Enabled for GPU zz / HCA x",
+            "h:1:1 [0] NCCL INFO comm 0x1 rank 99999999999 nranks 2"]
+    parsed = parse_nccl_log(junk)
+    json.dumps(parsed)  # what a report carries
+    assert len(parsed["sections"]["h"]["net_devices"]) <= nccl_log.MAX_ITEMS
+
+
+def test_memory_stays_bounded_on_a_huge_log():
+    def lines():
+        for i in range(200000):
+            yield "host%d:1:2 [0] NCCL INFO Channel 00/0 : %d[1b000] -> %d[3d000] via P2P/IPC" % (i % 1000, i, i + 1)
+            yield "host%d:1:2 [0] misc/x.cc:1 NCCL WARN something %d" % (i % 3, i)
+    parsed = parse_nccl_log(lines())
+    assert parsed["lines"] == 400000
+    assert len(parsed["sections"]) <= nccl_log.MAX_SECTIONS + 1
+    assert parsed["hosts_dropped"] == 1000 - nccl_log.MAX_SECTIONS
+    assert all(len(s["warnings"]) <= nccl_log.MAX_ITEMS for s in parsed["sections"].values())
+    assert parsed["sections"]["host0"]["warn_count"] > nccl_log.MAX_ITEMS
+
+
+def test_overlong_lines_are_clipped_without_holding_them():
+    handle = io.StringIO("a" * 10000000 + "\nh:1:2 [0] NCCL INFO Using network Socket\n")
+    lines = list(read_lines(handle))
+    assert len(lines) == 2 and len(lines[0]) == nccl_log.MAX_LINE
+    assert parse_nccl_log(lines)["sections"]["h"]["network"] == "Socket"
+
+
+def test_host_view_picks_the_host_and_says_when_the_log_is_of_others():
+    parsed = parse_nccl_log(["node-a.example:1:2 [0] NCCL INFO Using network IB",
+                             "node-b:1:2 [0] NCCL INFO Using network Socket",
+                             "NCCL version 2.19.3+cuda12.3"])
+    view, why = host_view(parsed, ["node-a"])
+    assert why is None and view["network"] == "IB" and view["version"] == "2.19.3"
+    assert host_view(parsed, ["node-b"])[0]["network"] == "Socket"
+    view, why = host_view(parsed, ["node-c"])
+    assert view is None and "node-a.example, node-b" in why
+    one = parse_nccl_log(["container-7f9c:1:2 [0] NCCL INFO Using network IB"])
+    assert host_view(one, ["gpu-node-17"])[0]["network"] == "IB"  # one host: the container's name is not the node's
