@@ -27,7 +27,7 @@ def load(report_dir):
 
 
 def key(finding):
-    return (finding["host"], finding["id"], finding["subject"])
+    return (finding["host"] or "", finding["id"], finding["subject"])  # inventory findings have no host
 
 
 def tree_digest(path):

@@ -216,9 +216,12 @@ def _message(section, number, line, message, level):
         _note(section, "transport " + name, number, line)
         if name.startswith("NET/"):
             nic, pxn = _net_index(via)
+            # "a[x] -> b[y] [send]": this node's GPU is a's; "[receive]": b's (the line is printed by the receiver)
+            mine, theirs = (4, 2) if match.group(6) == "receive" else (2, 4)
             _keep(section["connections"], {
-                "rank": int(match.group(2)), "gpu": (match.group(3) or "").lower() or None,
-                "peer": int(match.group(4)), "direction": match.group(6), "nic": nic, "pxn": pxn, "transport": name})
+                "rank": int(match.group(mine)), "gpu": (match.group(mine + 1) or "").lower() or None,
+                "peer": int(match.group(theirs)), "direction": match.group(6), "nic": nic, "pxn": pxn,
+                "transport": name})
         return
     match = _RING.match(message)
     if match:

@@ -51,13 +51,13 @@ def render_markdown(report):
             for same in rows:
                 f = same[0]
                 lines.append("| %s | %s | %s %s | %s | %s | %s |" % (
-                    f["severity"], _md(f["host"]), f["id"], _md(f["title"]),
+                    f["severity"], _md(f["host"] or "inventory"), f["id"], _md(f["title"]),
                     ", ".join(_md(x["subject"]) for x in same), _md(f["message"]), _md(f["remediation"])))
     waived = [f for f in report["findings"] if f.get("waived")]
     if waived:
         lines += ["", "## Waived", "", "| host | rule | subject | reason | expires |", "|---|---|---|---|---|"]
         for f in waived:
-            cells = (_md(f["host"]), f["id"], _md(f["subject"]), _md(f["waiver"]["reason"]), f["waiver"]["expires"])
+            cells = (_md(f["host"] or "inventory"), f["id"], _md(f["subject"]), _md(f["waiver"]["reason"]), f["waiver"]["expires"])
             lines.append("| %s | %s | %s | %s | %s |" % cells)
     throughput = [m for m in report.get("measurements") or [] if m["kind"] == "throughput"]
     if throughput:

@@ -97,6 +97,10 @@ def test_prefixes_of_launchers_and_torch_are_read_through():
     assert c["warnings"][0]["kind"] == "net_error"
     assert c["connections"] == [{"rank": 0, "gpu": "1b000", "peer": 8, "direction": "send", "nic": 0, "pxn": True,
                                  "transport": "NET/IB/GDRDMA"}]
+    # the receiver prints "peer -> me [receive]": its own GPU is the second
+    got = parse_nccl_log(["n:1:2 [0] NCCL INFO Channel 00/0 : 15[b9000] -> 0[15000] [receive] via NET/IB/2/GDRDMA"])
+    assert got["sections"]["n"]["connections"] == [{"rank": 0, "gpu": "15000", "peer": 15, "direction": "receive",
+                                                    "nic": 2, "pxn": False, "transport": "NET/IB/GDRDMA"}]
 
 
 def test_transport_names_drop_device_indexes_and_trailers():
