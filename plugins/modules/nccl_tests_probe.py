@@ -19,7 +19,7 @@ description:
   - Parses the table nccl-tests prints (both layouts, with and without the C(root) column) into bus bandwidth by
     message size and the C(Avg bus bandwidth) line; bounded by O(timeout).
   - Runs with C(NCCL_DEBUG=INFO) and C(NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH) unless O(env) sets them, and parses
-    what NCCL printed (RV(nccl_log)): the network, the NICs and transports it chose, GPUDirect RDMA, its warnings.
+    what NCCL printed (RV(nccl_log)), the network, the NICs and transports it chose, GPUDirect RDMA, its warnings.
     On one node it also sets C(NCCL_TOPO_DUMP_FILE) to a private temporary file and reads NCCL's view of the PCI
     tree from it (RV(nccl_topology)); the audit's NCCLRUN rules compare both with the facts.
 author:

@@ -93,15 +93,13 @@ def _lines(raw, size):
     else:
         return
     if size <= HEAD_BYTES + TAIL_BYTES:
-        for line in read_lines(text):
-            yield line
+        yield from read_lines(text)
         return
     raw = text.detach()
     raw.seek(size - TAIL_BYTES)
     tail = read_lines(_text(raw))
     next(tail, None)  # the tail starts inside a line
-    for line in tail:
-        yield line
+    yield from tail
 
 
 def read_log(path):
