@@ -157,6 +157,25 @@ def gpu_count(module):
     return len([line for line in out.splitlines() if line.startswith("GPU ")]) if rc == 0 else None
 
 
+OUTPUT_HEAD = 32 * 1024 * 1024  # the output's first 32 MiB (NCCL's init lines) ...
+OUTPUT_TAIL = 8 * 1024 * 1024   # ... and its last 8 MiB (nccl-tests' table, the errors of a run that died)
+
+
+def read_output(path):
+    """The program's output as text: all of it, or of a larger output its head and its tail."""
+    with open(path, "rb") as handle:
+        head = handle.read(OUTPUT_HEAD)
+        tail, gap = b"", False
+        if len(head) == OUTPUT_HEAD:
+            size = os.fstat(handle.fileno()).st_size
+            gap = size - OUTPUT_TAIL > OUTPUT_HEAD
+            handle.seek(size - OUTPUT_TAIL if gap else OUTPUT_HEAD)
+            tail = handle.read(OUTPUT_TAIL)
+            if gap:  # the tail starts inside a line
+                tail = b"\n" + tail[tail.find(b"\n") + 1:]
+    return (head + tail).decode("utf-8", "replace")
+
+
 def read_dump(path):
     """NCCL's topology dump as facts, or (None, why)."""
     if not path:
@@ -200,25 +219,25 @@ def main():
     argv = (shlex.split(params["launcher"]) if params["launcher"] else []) + [path] + params["args"] + ["-g", str(gpus)]
     env = dict(os.environ)
     env.update(DEBUG_ENV)
-    scratch = None
+    scratch = tempfile.mkdtemp(prefix="gpuops-nccl-")
     if not params["launcher"]:  # NCCL's rank 0 writes the dump: on this node only when the run is this node's
-        scratch = tempfile.mkdtemp(prefix="gpuops-nccl-")
         env["NCCL_TOPO_DUMP_FILE"] = os.path.join(scratch, "nccl-topo.xml")
     env.update(dict((str(k), str(v)) for k, v in params["env"].items()))
     try:
-        try:
-            done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  env=env, timeout=params["timeout"], check=False)
-            output, error = done.stdout.decode("utf-8", "replace"), None
-            if done.returncode != 0:
-                error = "exit status %d: %s" % (done.returncode, output.strip()[-300:])
-        except subprocess.TimeoutExpired as exc:
-            output = (exc.stdout or b"").decode("utf-8", "replace")
-            error = "stopped after %d s" % params["timeout"]
+        # the output goes to a file and is read bounded: with NCCL_DEBUG=INFO every rank of a launcher run talks
+        with open(os.path.join(scratch, "output"), "wb") as sink:
+            try:
+                done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
+                                      env=env, timeout=params["timeout"], check=False)
+                error = "exit status %d" % done.returncode if done.returncode != 0 else None
+            except subprocess.TimeoutExpired:
+                error = "stopped after %d s" % params["timeout"]
+        output = read_output(os.path.join(scratch, "output"))
+        if error and error.startswith("exit status"):
+            error = "%s: %s" % (error, output.strip()[-300:])
         topology, topology_error = read_dump(env.get("NCCL_TOPO_DUMP_FILE"))
     finally:
-        if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     parsed = parse_nccl_tests(output)
     parsed.update(nccl_log=parse_nccl_log(output.splitlines()), nccl_topology=topology,
                   nccl_topology_error=topology_error)

@@ -20,7 +20,8 @@ __metaclass__ = type
 import re
 
 MAX_LINE = 2000         # characters of a line looked at
-MAX_ITEMS = 64          # entries kept per list (warnings, graphs, connections, ...)
+MAX_ITEMS = 64          # entries kept per list (warnings, graphs, connections, ...) and keys per mapping
+MAX_RANKS = 512         # (process, device, communicator) entries kept per host: Megatron makes many communicators
 MAX_SECTIONS = 256      # hosts kept apart; the rest of a larger log's hosts are counted, not read
 MAX_EVIDENCE = 300      # characters of a line kept as evidence
 
@@ -37,14 +38,19 @@ _NETWORK = re.compile(r"^Using network (.{1,80}?)\s*$")
 _NET_USING = re.compile(r"^NET/([A-Za-z][\w ]{0,40}?) ?: Using (.*)$")
 _NET_ITEM = re.compile(r"\[(\d{1,4})\]([^\s:\[\]<]{1,64})(\S*)")
 _OOB = re.compile(r"OOB ([^\s:<]{1,64}):([^\s<]{1,64})")
-_BOOTSTRAP = re.compile(r"^Bootstrap ?: Using ([^\s:<]{1,64}):([^\s<]{1,64})")
+_BOOTSTRAP = re.compile(r"^Bootstrap ?: Using (?:\[\d{1,4}\])?([^\s:<\[]{1,64}):([^\s<]{1,64})")
 _PLUGIN = re.compile(r"^NET/Plugin ?:? ?(.*)$")
 _PLUGIN_LOADED = re.compile(r"(?:Loaded|Using) (?:net|network|non-device net|device net) plugin (?!version)"
                             r"'?([\w .-]{1,60}?)'?(?: \(v\d+\))?$")
 _ENV = re.compile(r"^(NCCL_[A-Z0-9_]{1,60}) set by environment to (.{0,200}?)\.?\s*$")
-_GDR = re.compile(r"GPU Direct RDMA(?: \(([^)]{0,40})\))? (Enabled|Disabled|enabled|disabled) for "
-                  r"(?:GPU ([0-9a-fA-F]{1,16})(?:\[\d{1,4}\])? / )?HCA (\d{1,4})(?: '([^']{1,64})')?"
+# "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'" (2.19+), "... for GPU 1b000 / HCA 0 (distance 5 > 4)" (before
+# 2.12 the GPU is a busId; after, a rank: the line's process tells the GPU), "(DMABUF) enabled for HCA 0 'mlx5_0"
+_GDR = re.compile(r"(?:NET/([\w ]{1,40}?) ?: )?GPU Direct RDMA(?: \(([^)]{0,40})\))? (Enabled|Disabled|enabled|disabled) "
+                  r"for (?:GPU ([0-9a-fA-F]{1,16})(?:\[\d{1,4}\])? / )?HCA ([0-9a-fA-F]{1,16})(?: '([^'\s]{1,64})'?)?"
                   r"(?: \(([^)]{0,80})\))?")
+# NCCL 2.23+: "GPU Direct RDMA Disabled for GPU/0-3 (rank 3) - NET/0-2 (distance 6 > 5)"
+_GDR_NODES = re.compile(r"GPU Direct RDMA (Enabled|Disabled|enabled|disabled) for GPU/(?:\w{0,20}-)?(\d{1,6}) "
+                        r"\(rank (\d{1,6})\) - NET/(?:\w{0,20}-)?(\d{1,6})\b(?: \(([^)]{0,80})\))?")
 _GDR_OFF = re.compile(r"disabling GDR|GDR (?:support )?(?:is )?disabled|GPUDirect RDMA (?:is )?(?:not supported|disabled)",
                       re.I)
 _DMABUF = re.compile(r"DMA-BUF is available on GPU device (\d{1,4})")
@@ -54,10 +60,12 @@ _DEVICE_SEGMENT = re.compile(r"^(\d{1,4})(\(\d{1,6}\))?$")
 _RING = re.compile(r"^Channel (\d{1,4})/(\d{1,4}) :(?:\s+\d{1,6})+\s*$")
 _TREES = re.compile(r"^Trees((?: \[\d{1,4}\] \S+)+)")
 _CHANNELS = re.compile(r"^(\d{1,4}) coll channels")
-_PATTERN = re.compile(r"^Pattern (\d{1,3}), crossNic (\d), nChannels (\d{1,4}), bw ([\d.]{1,20})/([\d.]{1,20}), "
+_PATTERN = re.compile(r"^Pattern (\d{1,3}), crossNic (\d), nChannels (\d{1,4}), bw (\d{1,10}(?:\.\d{1,9})?)/"
+                      r"(\d{1,10}(?:\.\d{1,9})?), "
                       r"type (\w{1,8})/(\w{1,8})")
 _COMM = re.compile(r"\brank (\d{1,6}) n[Rr]anks (\d{1,6})\b")
 _CUDA_DEV = re.compile(r"\bcudaDev (\d{1,4})\b")
+_NVML_DEV = re.compile(r"\bnvmlDev (\d{1,4})\b")
 _BUS_ID = re.compile(r"\bbusId ([0-9a-fA-F]{1,16})\b")
 _NNODES = re.compile(r"\bnNodes (\d{1,6})\b")
 _ERROR = re.compile(r"NCCL error|nccl(?:Internal|System|UnhandledCuda|Remote|InvalidUsage|InvalidArgument)Error|"
@@ -65,6 +73,9 @@ _ERROR = re.compile(r"NCCL error|nccl(?:Internal|System|UnhandledCuda|Remote|Inv
 
 # What a warning or error line is about: the first pattern that matches names its kind.
 KINDS = (
+    # IB async events NCCL warns of that are routine (a port coming up, the subnet manager re-registering)
+    ("ib_event", re.compile(r"Got async event ?: ?(?:port active|client reregist|GID table change|LID change|"
+                            r"SM change|P_Key change|port (?:LID|GUID))", re.I)),
     ("no_socket_interface", re.compile(r"no socket interface found|No usable listening interface|"
                                        r"no (?:IB|network) (?:device|interface)s? found", re.I)),
     ("net_error", re.compile(r"NET/(?:IB|OFI|Socket)|NET/\w+ ?:|ibv_\w+|Got completion|libfabric|\bOFI\b|"
@@ -83,15 +94,21 @@ def kind_of(text):
 
 def _section():
     return {"version": None, "cuda": None, "cuda_driver": None, "network": None, "net_plugin": None,
-            "net_kind": None, "net_devices": [], "oob": None, "bootstrap": None, "env": {}, "gdr": [],
+            "net_kind": None, "net_devices": [], "net_lists": {}, "oob": None, "bootstrap": None, "env": {}, "gdr": [],
             "dmabuf_gpus": [], "transports": {}, "connections": [], "ranks": [], "nranks": None, "nnodes": None,
             "channels": None, "trees": None, "graphs": [], "init_complete": False, "warnings": [],
             "warn_count": 0, "errors": [], "error_count": 0, "evidence": {}}
 
 
-def _keep(items, entry):
-    if entry not in items and len(items) < MAX_ITEMS:
+def _keep(items, entry, limit=MAX_ITEMS):
+    if len(items) < limit and entry not in items:
         items.append(entry)
+
+
+def _count(mapping, key, by=1):
+    """Add to a bounded {key: count}: a key past MAX_ITEMS distinct ones is dropped."""
+    if key in mapping or len(mapping) < MAX_ITEMS:
+        mapping[key] = mapping.get(key, 0) + by
 
 
 def _line_evidence(number, line):
@@ -100,7 +117,8 @@ def _line_evidence(number, line):
 
 
 def _note(section, key, number, line):
-    section["evidence"].setdefault(key, _line_evidence(number, line))
+    if key not in section["evidence"] and len(section["evidence"]) < 2 * MAX_ITEMS:
+        section["evidence"][key] = _line_evidence(number, line)
 
 
 def transport_name(via):
@@ -137,8 +155,9 @@ def _net_devices(kind, items):
     return devices
 
 
-def _message(section, number, line, message, level):
-    """One NCCL line's message (after the prefix) read into a section."""
+def _message(section, number, line, message, level, pid=None, dev=None):
+    """One NCCL line's message (after the prefix) read into a section; ``pid`` and ``dev``: the process and CUDA
+    device of the line's prefix, which tell whose GPU a GDR or connection line is about."""
     if level == "WARN":
         section["warn_count"] += 1
         _keep(section["warnings"], {"line": number, "kind": kind_of(message),
@@ -180,25 +199,41 @@ def _message(section, number, line, message, level):
         return
     match = _GDR.search(message)
     if match:
-        _keep(section["gdr"], {"enabled": match.group(2).lower() == "enabled",
-                               "gpu": match.group(3).lower() if match.group(3) else None, "hca": int(match.group(4)),
-                               "hca_name": match.group(5), "via": match.group(1), "detail": match.group(6)})
-        _note(section, "gdr_enabled" if match.group(2).lower() == "enabled" else "gdr_disabled", number, line)
+        enabled = match.group(3).lower() == "enabled"
+        hca = match.group(5)
+        _keep(section["gdr"], {"enabled": enabled, "net": match.group(1), "via": match.group(2),
+                               "gpu": match.group(4).lower() if match.group(4) else None, "gpu_rank": None,
+                               "hca": int(hca, 16) if len(hca) <= 4 else None, "hca_name": match.group(6),
+                               "detail": match.group(7), "pid": pid, "dev": dev})
+        _note(section, "gdr_enabled" if enabled else "gdr_disabled", number, line)
+        return
+    match = _GDR_NODES.search(message)
+    if match:
+        enabled = match.group(1).lower() == "enabled"
+        _keep(section["gdr"], {"enabled": enabled, "net": None, "via": None, "gpu": None,
+                               "gpu_rank": int(match.group(3)), "hca": int(match.group(4)), "hca_name": None,
+                               "detail": match.group(5), "pid": pid, "dev": dev})
+        _note(section, "gdr_enabled" if enabled else "gdr_disabled", number, line)
         return
     if _GDR_OFF.search(message):
-        _keep(section["gdr"], {"enabled": False, "gpu": None, "hca": None, "hca_name": None, "via": None,
-                               "detail": message.strip()[:MAX_EVIDENCE]})
+        _keep(section["gdr"], {"enabled": False, "net": None, "via": None, "gpu": None, "gpu_rank": None,
+                               "hca": None, "hca_name": None, "detail": message.strip()[:MAX_EVIDENCE], "pid": pid,
+                               "dev": dev})
         _note(section, "gdr_disabled", number, line)
         return
     match = _NET_USING.match(message)
     if match:
-        if not section["net_devices"]:
-            section["net_kind"] = match.group(1).strip()
-            section["net_devices"] = _net_devices(section["net_kind"], match.group(2))
+        kind = match.group(1).strip()
+        if kind not in section["net_lists"] and len(section["net_lists"]) < 8:
+            # one list per kind: NCCL 2.4-2.5 list their socket devices before the IB ones they use
+            section["net_lists"][kind] = _net_devices(kind, match.group(2))
             oob = _OOB.search(match.group(2))
-            if oob:
+            if oob and section["oob"] is None:
                 section["oob"] = {"name": oob.group(1), "address": oob.group(2)}
-            _note(section, "net_devices", number, line)
+            _note(section, "net_devices " + kind, number, line)
+            if not section["net_devices"]:
+                section["net_kind"], section["net_devices"] = kind, section["net_lists"][kind]
+                _note(section, "net_devices", number, line)
         return
     match = _DMABUF.search(message)
     if match:
@@ -206,13 +241,14 @@ def _message(section, number, line, message, level):
         return
     match = _ENV.match(message)
     if match:
-        section["env"].setdefault(match.group(1), match.group(2).strip())
+        if match.group(1) in section["env"] or len(section["env"]) < MAX_ITEMS:
+            section["env"].setdefault(match.group(1), match.group(2).strip())
         return
     match = _CONNECT.match(message)
     if match:
         via = match.group(7)
         name = transport_name(via)
-        section["transports"][name] = section["transports"].get(name, 0) + 1
+        _count(section["transports"], name)
         _note(section, "transport " + name, number, line)
         if name.startswith("NET/"):
             nic, pxn = _net_index(via)
@@ -221,7 +257,7 @@ def _message(section, number, line, message, level):
             _keep(section["connections"], {
                 "rank": int(match.group(mine)), "gpu": (match.group(mine + 1) or "").lower() or None,
                 "peer": int(match.group(theirs)), "direction": match.group(6), "nic": nic, "pxn": pxn,
-                "transport": name})
+                "transport": name, "pid": pid, "dev": dev})
         return
     match = _RING.match(message)
     if match:
@@ -247,9 +283,10 @@ def _message(section, number, line, message, level):
     match = _COMM.search(message)
     if match and ("comm 0x" in message or "Init" in message):
         section["nranks"] = max(section["nranks"] or 0, int(match.group(2)))
-        dev, bus = _CUDA_DEV.search(message), _BUS_ID.search(message)
-        _keep(section["ranks"], {"rank": int(match.group(1)), "cuda_dev": int(dev.group(1)) if dev else None,
-                                 "bus_id": bus.group(1).lower() if bus else None})
+        cuda, nvml, bus = _CUDA_DEV.search(message), _NVML_DEV.search(message), _BUS_ID.search(message)
+        _keep(section["ranks"], {"rank": int(match.group(1)), "cuda_dev": int(cuda.group(1)) if cuda else dev,
+                                 "nvml_dev": int(nvml.group(1)) if nvml else None,
+                                 "bus_id": bus.group(1).lower() if bus else None, "pid": pid, "dev": dev}, MAX_RANKS)
     match = _NNODES.search(message)
     if match:
         section["nnodes"] = max(section["nnodes"] or 0, int(match.group(1)))
@@ -313,9 +350,11 @@ def parse_nccl_log(lines):
         if "-" in line:
             line = _TIMESTAMP.sub(" ", line)
         match = _PREFIX.search(line)
+        pid = dev = None
         if match:
             host, level = match.group(1), match.group(5)
             message = line[match.end():]
+            pid, dev = int(match.group(2)), int(match.group(4)) if match.group(4).isdigit() else None
         else:
             bare = _BARE.search(line)
             host, level = "", (bare.group(1) if bare else None)
@@ -344,7 +383,9 @@ def parse_nccl_log(lines):
                          else line, "INFO")
             continue
         nccl += 1
-        _message(section, number, line, message, level)
+        _message(section, number, line, message, level, pid, dev)
+    for section in sections.values():
+        _choose_net(section)
     hosts = sorted(h for h in sections if h)
     return {"lines": total, "nccl_lines": nccl, "hosts": hosts, "hosts_dropped": len(dropped),
             "sections": dict((h, s) for h, s in sections.items() if h or _used(s))}
@@ -355,49 +396,77 @@ def _used(section):
     return any(section[k] != empty[k] for k in empty)
 
 
+def _choose_net(section):
+    """The device list of the network NCCL used: the kind "Using network X" or the connections' NET/<kind> name,
+    else the first listed."""
+    lists = section["net_lists"]
+    if not lists:
+        return
+    used = [section["network"]] if section["network"] else []
+    used += [t.split("/")[1] for t in sorted(section["transports"]) if t.startswith("NET/") and t.count("/") >= 1]
+    for name in used:
+        for kind in sorted(lists):
+            if name == kind or name.startswith(kind) or kind.startswith(name):
+                section["net_kind"], section["net_devices"] = kind, lists[kind]
+                return
+
+
 def merge_sections(sections):
     """One view of several sections (a host's own and the unprefixed lines): the first value of each scalar, lists
-    and counts combined."""
+    and counts combined. A value of the wrong type (a hand-written result) is left out, never raised on."""
     view = _section()
     for section in sections:
+        if not isinstance(section, dict):
+            continue
         for key, value in section.items():
-            if isinstance(value, list):
-                for item in value:
-                    _keep(view[key], item)
-            elif key == "transports":
-                for name, count in value.items():
-                    view[key][name] = view[key].get(name, 0) + count
-            elif key in ("env", "evidence"):
-                for k, v in value.items():
-                    view[key].setdefault(k, v)
+            if key not in view or value is None:
+                continue
+            default = view[key]
+            if isinstance(default, list):
+                for item in value if isinstance(value, list) else ():
+                    _keep(view[key], item, MAX_RANKS if key == "ranks" else MAX_ITEMS)
+            elif isinstance(default, dict):
+                for k, v in value.items() if isinstance(value, dict) else ():
+                    if key == "transports":
+                        if isinstance(v, int):
+                            _count(view[key], k, v)
+                    elif k not in view[key] and len(view[key]) < 2 * MAX_ITEMS:
+                        view[key][k] = v
+            elif isinstance(default, bool):
+                view[key] = default or value is True
             elif key in ("warn_count", "error_count"):
-                view[key] += value
-            elif key in ("nranks", "nnodes", "channels", "trees") and value is not None:
-                view[key] = max(view[key] or 0, value)
-            elif key == "init_complete":
-                view[key] = view[key] or value
-            elif view[key] is None:
+                view[key] += value if isinstance(value, int) else 0
+            elif key in ("nranks", "nnodes", "channels", "trees"):
+                if isinstance(value, int):
+                    view[key] = max(view[key] or 0, value)
+            elif default is None and isinstance(value, (str, int, dict)):
                 view[key] = value
+    view["net_devices"] = [d for d in view["net_devices"] if isinstance(d, dict) and "name" in d and "index" in d]
+    _choose_net(view)
     return view
 
 
-def host_view(parsed, names):
+def host_view(parsed, names, adopt=True):
     """The part of a parsed log that is about one host: the sections of the prefix host names in ``names`` (compared
-    case-insensitively, also by short name), else the only host of a one-host log (a container's hostname rarely is
-    the inventory's), with the unprefixed lines. Returns (view, None), or (None, why) when the log names other hosts
-    only."""
+    case-insensitively, also by short name), with the unprefixed lines. With ``adopt``, a log of one host that is not
+    named is taken for this host (a container's hostname rarely is the inventory's); the view says so
+    (``assumed_host``). Returns (view, None), or (None, why) when the log is about other hosts only."""
     wanted = set()
     for name in names:
         if name:
             name = str(name).lower()
             wanted.update([name, name.split(".", 1)[0]])
-    hosts = parsed.get("hosts") or []
+    sections = parsed.get("sections") if isinstance(parsed, dict) else None
+    sections = sections if isinstance(sections, dict) else {}
+    hosts = [h for h in parsed.get("hosts") or [] if isinstance(h, str) and h in sections] \
+        if isinstance(parsed, dict) else []
     chosen = [h for h in hosts if h.lower() in wanted or h.lower().split(".", 1)[0] in wanted]
-    if not chosen and len(hosts) == 1:
-        chosen = hosts
+    assumed = False
+    if not chosen and len(hosts) == 1 and adopt:
+        chosen, assumed = hosts, True
     if hosts and not chosen:
         return None, "the log's NCCL lines come from %s, not from this host" % ", ".join(hosts[:5])
-    sections = [parsed["sections"][h] for h in chosen] + ([parsed["sections"][""]] if "" in parsed["sections"] else [])
-    view = merge_sections(sections)
+    view = merge_sections([sections[h] for h in chosen] + ([sections[""]] if "" in sections else []))
     view["hosts"] = chosen
+    view["assumed_host"] = assumed
     return view, None

@@ -57,6 +57,12 @@ class PciDevice:
     # ACS Control register of a bridge, when its extended config space was readable (root, live sysfs).
     acs_control: Optional[int] = None
     acs_readable: bool = False
+    # The PCI Express capability's Device Capabilities and Device Control (payload and read request sizes, relaxed
+    # ordering), when the config space held it: None when not read, {"readable": False} when it stopped short.
+    pcie_control: Optional[Dict[str, object]] = None
+    # The IOMMU group (sysfs iommu_group link) and its default domain type (identity, DMA, DMA-FQ, ...).
+    iommu_group: Optional[int] = None
+    iommu_type: Optional[str] = None
     # OS devices a compute runtime gives the function (hwloc: CUDA, OpenCL, NVML, ROCm SMI, Level Zero): a
     # GPU by what software sees, whatever its class and vendor say.
     compute_osdevs: List[str] = field(default_factory=list)
@@ -179,6 +185,9 @@ class Topology:
     gpu_info: Dict[str, GpuInfo] = field(default_factory=dict)
     # Loaded state of the kernel modules in RELEVANT_MODULES; None when the source cannot tell.
     kernel_modules: Optional[Dict[str, bool]] = None
+    # What GPUDirect needs of the kernel and the driver (sources/sysfs/kernel.py): release, IOMMU options of the
+    # command line, IOMMU groups present, the NVIDIA driver's version line.
+    kernel: Optional[Dict[str, object]] = None
     # NCCL's topology files leave root ports out: a bridge right below a <cpu> sits below a root port.
     root_ports_omitted: bool = False
     warnings: List[str] = field(default_factory=list)

@@ -70,6 +70,10 @@ def run_audit(inputs, today, generated_at, version=None):
         return None, errors
     findings, outcomes, hosts, audited = [], {}, {}, {}
     logs = {}  # path -> what it holds: a log several hosts name (one multi-node run) is read once
+    named_by = {}
+    for host in sorted(inputs):
+        for path in normalized[host][0]["nccl_log_files"]:
+            named_by[path] = named_by.get(path, 0) + 1
     for host in sorted(inputs):
         item = inputs[host]
         status = item.get("status") or ("audited" if item.get("facts") else "failed")
@@ -86,7 +90,7 @@ def run_audit(inputs, today, generated_at, version=None):
             for path in expect["nccl_log_files"]:
                 if path not in logs:
                     logs[path] = read_log(path)
-            expect["nccl_logs"] = [logs[path] for path in expect["nccl_log_files"]]
+            expect["nccl_logs"] = [dict(logs[path], named_by=named_by[path]) for path in expect["nccl_log_files"]]
         host_findings, host_outcomes = evaluate_host(host, facts, expect)
         findings.extend(host_findings)
         outcomes[host] = host_outcomes

@@ -21,7 +21,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log im
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
 
 KEY = "fabric_nccl_logs"
-MAX_FILES = 64                 # files per host
+MAX_FILES = 1024               # files per host (one per process of a job, NCCL_DEBUG_FILE=...%h.%p)
 HEAD_BYTES = 64 * 1024 * 1024  # a log's first 64 MiB is read (NCCL's init lines come first) ...
 TAIL_BYTES = 8 * 1024 * 1024   # ... and its last 8 MiB (the warnings and errors of a run that died)
 _SNIFF = 4096
@@ -36,7 +36,7 @@ def log_paths(value, key=KEY):
         value = [value]
     if not isinstance(value, (list, tuple)):
         return [], ["%s: expected a list of paths on the controller, got %r" % (key, value)]
-    paths, errors = [], []
+    paths, seen, errors = [], set(), []
     for index, item in enumerate(value):
         where = "%s[%d]" % (key, index)
         if not isinstance(item, str) or not item.strip():
@@ -46,18 +46,30 @@ def log_paths(value, key=KEY):
             errors.append("%s: %r holds a NUL character" % (where, item))
             continue
         pattern = os.path.abspath(os.path.expanduser(item))
-        matched = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-        found = [p for p in matched if os.path.isfile(p)]
+        if os.path.isfile(pattern) or not glob.has_magic(pattern):  # a literal name may hold [ or *
+            found = [pattern] if os.path.isfile(pattern) else []
+        else:
+            found = []
+            for path in glob.iglob(pattern):
+                if os.path.isfile(path):
+                    found.append(path)
+                if len(found) > MAX_FILES:
+                    break
+            found.sort()
         if not found:
-            what = "matches no file" if glob.has_magic(pattern) else (
+            what = "matches no file" if glob.has_magic(pattern) and not os.path.exists(pattern) else (
                 "is not a regular file" if os.path.exists(pattern) else "does not exist")
             errors.append("%s: %r %s on the controller" % (where, item, what))
             continue
         for path in found:
-            if path not in paths:
+            if path not in seen:
+                seen.add(path)
                 paths.append(path)
+        if len(paths) > MAX_FILES:
+            break
     if len(paths) > MAX_FILES:
-        errors.append("%s: %r names %d files; at most %d are read per host" % (key, value, len(paths), MAX_FILES))
+        errors.append("%s: %r names more than %d files; at most %d are read per host (name this host's own, e.g. "
+                      "nccl.<host>.*)" % (key, value, MAX_FILES, MAX_FILES))
     return paths, errors
 
 

@@ -21,10 +21,22 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
 )
 
 PROBE_SOURCE = "nccl-tests probe"
+# NCCL_* settings that differ between hosts by design: names of a host's own interfaces and files, diagnostics
+PER_HOST_SETTINGS = frozenset(("NCCL_SOCKET_IFNAME", "NCCL_IB_GID_INDEX", "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE",
+                               "NCCL_TOPO_DUMP_FILE_RANK", "NCCL_HOSTID", "NCCL_COMM_ID", "NCCL_GRAPH_DUMP_FILE",
+                               "NCCL_GRAPH_FILE", "NCCL_CONF_FILE"))
 NEAR = ("PIX", "PXB")  # a GPU and a NIC below one PCIe switch: where GPUDirect RDMA pays
 
 
 # ---- what NCCL said on this host --------------------------------------------------------------------------------
+
+
+def socket_traffic(view):
+    """Whether NCCL moved data over TCP sockets between nodes: connections via NET/Socket, or the Socket network in
+    a run of several nodes (a one-node run opens its network and sends nothing through it)."""
+    if any(t.startswith("NET/Socket") for t in view["transports"]):
+        return True
+    return view["network"] == "Socket" and (view["nnodes"] or 0) > 1
 
 
 def nccl_logs(host, expect):
@@ -38,7 +50,9 @@ def nccl_logs(host, expect):
         if entry.get("error"):
             found.append((entry["path"], None, entry["error"]))
             continue
-        found.append(_view(entry["path"], entry.get("parsed"), host))
+        # a one-host log is taken for this host only when no other host names the file too (a glob over all pods'
+        # files would hand every host every pod's log)
+        found.append(_view(entry["path"], entry.get("parsed"), host, adopt=entry.get("named_by", 1) == 1))
     probes = observed(expect, "probes")
     nccl = probes.get("nccl") if isinstance(probes, dict) else None
     if isinstance(nccl, dict) and isinstance(nccl.get("nccl_log"), dict):
@@ -46,11 +60,12 @@ def nccl_logs(host, expect):
     return found
 
 
-def _view(source, parsed, host):
+def _view(source, parsed, host, adopt=True):
     if not isinstance(parsed, dict) or not parsed.get("nccl_lines"):
+        lines = parsed.get("lines") if isinstance(parsed, dict) else None
         return (source, None, "no NCCL line in %s%s: was NCCL_DEBUG=INFO set for the run?" % (
-            source, " (%d lines read)" % parsed["lines"] if isinstance(parsed, dict) and parsed.get("lines") else ""))
-    view, why = host_view(parsed, [host])
+            source, " (%d lines read)" % lines if isinstance(lines, int) and lines else ""))
+    view, why = host_view(parsed, [host], adopt)
     return (source, view, why)
 
 
@@ -73,25 +88,35 @@ def _views(ctx):
 
 
 def pci_of_bus_id(bus_id):
-    """NCCL's busId ("1b000", "10001c000": domain, bus, device, function in hex, as NCCL packs them) as a PCI
-    address ("0000:1b:00.0"), or None."""
-    if not bus_id or not re.match(r"^[0-9a-f]{1,16}$", bus_id) or len(bus_id) < 3:
+    """NCCL's busId ("1b000", "10001c000": domain, bus, device, function in hex, as NCCL packs them; "30" is
+    0000:00:03.0) as a PCI address ("0000:1b:00.0"), or None."""
+    if not isinstance(bus_id, str) or not re.match(r"^[0-9a-f]{1,16}$", bus_id):
         return None
     text = bus_id.zfill(9)
     return "%04x:%s:%s.%s" % (int(text[:-5], 16), text[-5:-3], text[-3:-1], text[-1]) if int(text[-1], 16) < 8 \
         else None
 
 
-def _gpu_address(view, gpu):
-    """A GPU as a connection line names it: a busId, or in older NCCL the CUDA device (then the comm line's busId)."""
-    if gpu is None:
-        return None
-    known = dict((r["bus_id"], r) for r in view["ranks"] if r.get("bus_id"))
-    if gpu in known or len(gpu) >= 3:
-        return pci_of_bus_id(gpu)
-    for rank in view["ranks"]:
-        if rank.get("cuda_dev") is not None and str(rank["cuda_dev"]) == gpu and rank.get("bus_id"):
-            return pci_of_bus_id(rank["bus_id"])
+def gpu_of(view, entry):
+    """The PCI address of the GPU a GDR or connection line is about. Its process and CUDA device (the line's
+    ``host:pid:tid [dev]`` prefix) against that process's own init lines ("cudaDev 0 nvmlDev 4 busId 95000") first:
+    what a line writes as the GPU changed meaning across releases (a busId before 2.12, a rank of the communicator
+    after, the nvmlDev since 2.19), and under Slurm every process has cudaDev 0. Then a GDR line's rank, then a
+    value that is a busId some init line gave."""
+    ranks = [r for r in view["ranks"] if isinstance(r, dict) and r.get("bus_id")]
+    pid, dev = entry.get("pid"), entry.get("dev")
+    if pid is not None and dev is not None:
+        mine = set(r["bus_id"] for r in ranks if r.get("pid") == pid and r.get("dev") == dev)
+        if len(mine) == 1:
+            return pci_of_bus_id(mine.pop())
+    if entry.get("gpu_rank") is not None:
+        mine = set(r["bus_id"] for r in ranks if r.get("rank") == entry["gpu_rank"] and
+                   (pid is None or r.get("pid") == pid))
+        if len(mine) == 1:
+            return pci_of_bus_id(mine.pop())
+    gpu = entry.get("gpu")
+    if gpu and (gpu in set(r["bus_id"] for r in ranks) or (not ranks and len(gpu) >= 4)):
+        return pci_of_bus_id(gpu)  # a busId; with no init lines in the log, one of at least four digits
     return None
 
 
@@ -140,8 +165,7 @@ def nccl_socket_fallback(ctx):
     if not active and not wanted:
         raise NotApplicable("no active RDMA port and RDMA not intended: sockets are NCCL's only network here")
     for source, view in views:
-        socket = view["network"] == "Socket" or any(t.startswith("NET/Socket") for t in view["transports"])
-        if not socket:
+        if not socket_traffic(view):
             continue
         why = "fabric_nccl_mode is rdma" if mode == "rdma" else (
             "RDMA is expected (fabric_expectations.rdma)" if wanted else "the node has active RDMA ports (%s)"
@@ -167,24 +191,26 @@ def nccl_distant_nic(ctx):
     judged = 0
     for source, view in views:
         names = dict((d["index"], d["name"]) for d in view["net_devices"])
-        seen = set()
+        used = {}  # GPU -> {NIC: transport}: NCCL spreads a GPU's channels over NICs on purpose (crossNic)
         for conn in view["connections"]:
-            gpu = _gpu_address(view, conn.get("gpu"))
-            name = names.get(conn.get("nic"))
-            if conn.get("pxn") or not gpu or name is None or (gpu, name) in seen:
-                continue
-            seen.add((gpu, name))
-            nic = nic_address(ctx.facts, name)
-            chosen = _path_type(ctx.facts, gpu, nic) if nic else None
+            gpu, name = gpu_of(view, conn), names.get(conn.get("nic"))
+            if not conn.get("pxn") and gpu and name is not None:
+                used.setdefault(gpu, {}).setdefault(name, conn.get("transport"))
+        for gpu in sorted(used):
+            paths = dict((n, _path_type(ctx.facts, gpu, nic_address(ctx.facts, n))) for n in used[gpu])
+            paths = dict((n, t) for n, t in paths.items() if t)
             best = _best_nic(ctx.facts, gpu, [d["name"] for d in view["net_devices"]])
-            if chosen is None or best is None:
+            if not paths or best is None:
                 continue
             judged += 1
-            if path_rank(chosen) > path_rank(best[1]) and best[1] in NEAR:
+            if best[1] in NEAR and all(path_rank(t) > path_rank(best[1]) for t in paths.values()):
+                name = sorted(paths, key=lambda n: (path_rank(paths[n]), n))[0]
                 ctx.finding("%s->%s" % (gpu, name), "NCCL sends GPU %s through %s (%s) although %s is %s" % (
-                    gpu, name, chosen, best[0], best[1]),
-                    dict(_evidence(source, view, "net_devices"), gpu=gpu, nic=name, nic_path=chosen,
-                         nearest=best[0], nearest_path=best[1], transport=conn.get("transport")))
+                    gpu, ", ".join("%s (%s)" % (n, paths[n]) for n in sorted(paths)) if len(paths) > 1 else name,
+                    paths[name], best[0], best[1]),
+                    dict(_evidence(source, view, "net_devices"), gpu=gpu, nic=name, nic_path=paths[name],
+                         nics=dict(sorted(paths.items())), nearest=best[0], nearest_path=best[1],
+                         transport=used[gpu][name]))
     if not judged:
         raise NotApplicable("the logs name no GPU-to-NIC connection the facts can place (NCCL_DEBUG_SUBSYS without "
                             "INIT, a one-node run, or devices the facts do not have)")
@@ -214,7 +240,7 @@ def nccl_on_management(ctx):
     if not management:
         raise NotApplicable("fabric_networks names no management network")
     for source, view in views:
-        if view["network"] != "Socket" and not any(t.startswith("NET/Socket") for t in view["transports"]):
+        if not socket_traffic(view):
             continue  # the OOB/bootstrap interface is meant for this; only socket data traffic is judged
         for device in view["net_devices"]:
             network = _network_of(device, management, ctx.facts)
@@ -249,23 +275,34 @@ def _network_of(device, networks, facts):
     ACS redirect on the switch ports (GDR-002); NCCL_NET_GDR_LEVEL overrides NCCL's distance limit.""")
 def nccl_gdr_disabled(ctx):
     ctx.need("gpus")
+    if ctx.expect.get("nccl_mode") == "tcp":
+        raise NotApplicable("fabric_nccl_mode is tcp: NCCL is meant to use sockets, without GPUDirect RDMA")
     views = _views(ctx)
     judged = 0
     for source, view in views:
-        if not view["gdr"] and not any(t.startswith("NET/") and t != "NET/Socket" for t in view["transports"]):
-            continue
+        if view["network"] == "Socket" or view["net_kind"] == "Socket":
+            continue  # NET/Socket prints "GPU Direct RDMA Disabled" for every socket NIC: nothing to judge
         names = dict((d["index"], d["name"]) for d in view["net_devices"])
+        # an HCA NCCL enabled GDR for anywhere, or moved GDRDMA data through, is not judged on another line's word
+        working = set(names.get(c.get("nic")) for c in view["connections"] if "/GDRDMA" in (c.get("transport") or ""))
+        working.update(e.get("hca_name") or names.get(e.get("hca")) for e in view["gdr"] if e.get("enabled"))
         disabled = {}  # HCA -> (near GPUs, the first line's entry)
         for entry in view["gdr"]:
+            if entry.get("net") == "Socket":
+                continue
             name = entry.get("hca_name") or names.get(entry.get("hca"))
             nic = nic_address(ctx.facts, name) if name else None
             if not nic:
                 continue
             judged += 1
-            if entry["enabled"]:
+            if entry.get("enabled") or name in working:
                 continue
-            gpus = [_gpu_address(view, entry["gpu"])] if entry.get("gpu") else [g["address"] for g in ctx.facts["gpus"]]
-            near = [g for g in gpus if g and _path_type(ctx.facts, g, nic) in NEAR]
+            if entry.get("gpu") is not None or entry.get("gpu_rank") is not None:
+                gpu = gpu_of(view, entry)
+                gpus = [gpu] if gpu else []  # a GPU the line names but the log does not place: not judged
+            else:
+                gpus = [g["address"] for g in ctx.facts["gpus"]]
+            near = [g for g in gpus if _path_type(ctx.facts, g, nic) in NEAR]
             if near:  # else NCCL is right: through the CPU, staging costs nothing more
                 held = disabled.setdefault(name, (set(), entry))
                 held[0].update(near)
@@ -278,8 +315,8 @@ def nccl_gdr_disabled(ctx):
                 dict(_evidence(source, view, "gdr_disabled", "net_devices"), hca=name, gpus=near,
                      detail=entry.get("detail"), reasons=reasons))
     if not judged:
-        raise NotApplicable("the logs say nothing of GPUDirect RDMA (no RDMA network, or NCCL_DEBUG_SUBSYS "
-                            "without INIT/NET)")
+        raise NotApplicable("the logs say nothing of GPUDirect RDMA for an HCA the facts know (no RDMA network, or "
+                            "NCCL_DEBUG_SUBSYS without INIT/NET)")
 
 
 def _gdr_reasons(ctx, gpus, nic):
@@ -305,18 +342,20 @@ def _gdr_reasons(ctx, gpus, nic):
 def nccl_errors(ctx):
     views = _views(ctx)
     for source, view in views:
-        serious = [w for w in view["warnings"] if w["kind"] in ("no_socket_interface", "net_error", "bootstrap", "cuda")]
+        # routine IB events (a port coming up, the subnet manager re-registering) NCCL warns of are not judged
+        warnings = [w for w in view["warnings"] if w.get("kind") != "ib_event"]
+        serious = [w for w in warnings if w.get("kind") in ("no_socket_interface", "net_error", "bootstrap", "cuda")]
         if view["errors"] or serious:
             first = (view["errors"] + serious)[0]
             ctx.finding(source, "NCCL %s (%d error line(s), %d warning(s)); first at line %d: %s" % (
                 "failed" if view["errors"] else "warned", view["error_count"], view["warn_count"], first["line"],
                 first["text"]),
-                {"log": source, "errors": view["errors"][:10], "warnings": view["warnings"][:10],
+                {"log": source, "errors": view["errors"][:10], "warnings": warnings[:10],
                  "init_complete": view["init_complete"]})
-        elif view["warnings"]:
+        elif warnings:
             ctx.finding(source, "NCCL printed %d warning(s); first at line %d: %s" % (
-                view["warn_count"], view["warnings"][0]["line"], view["warnings"][0]["text"]),
-                {"log": source, "warnings": view["warnings"][:10]}, severity="warn")
+                len(warnings), warnings[0]["line"], warnings[0]["text"]),
+                {"log": source, "warnings": warnings[:10]}, severity="warn")
 
 
 @host_rule(
@@ -347,7 +386,7 @@ def nccl_topology_view(ctx):
                 {"dump": source, "dump_gpus": sorted(theirs), "facts_gpus": sorted(mine)})
             continue
         lost = [a for a in common if theirs[a].get("numa_node") is None]
-        if lost:
+        if lost and ((ctx.facts.get("numa") or {}).get("count") or 0) != 1:  # one NUMA node: nothing to place
             placed = [a for a in lost if mine[a].get("numa_node") is not None]
             ctx.finding("numa", "NCCL sees no NUMA node for GPU %s (NUMA -1): it cannot keep its threads and buffers "
                         "on the GPU's socket; %s" % (", ".join(lost[:4]) + (" and %d more" % (len(lost) - 4)
@@ -387,7 +426,8 @@ def nccl_inventory_divergence(ctx, hosts):
             if view["cuda_driver"]:
                 seen["cuda_driver"].setdefault(view["cuda_driver"], set()).add(host)
             for key, value in view["env"].items():
-                seen["env"].setdefault(key, {}).setdefault(value, set()).add(host)
+                if key not in PER_HOST_SETTINGS and not key.startswith("NCCL_DEBUG"):
+                    seen["env"].setdefault(key, {}).setdefault(value, set()).add(host)
     judged = [k for k in ("version", "cuda_driver") if seen[k]]
     if not judged and not seen["env"]:
         raise NotApplicable("no NCCL log names a version, a driver or an NCCL_* setting")
@@ -421,8 +461,10 @@ def nccl_unusable_logs(ctx):
     logs = nccl_logs(ctx.host, ctx.observed)
     if not logs:
         raise NotApplicable("no NCCL log of this host (fabric_nccl_logs, or the nccl-tests probe)")
+    usable = any(view is not None for _s, view, _w in logs)
     for source, view, why in logs:
-        if view is None:
+        # another host's file (a glob over every pod's files) is only worth a word when none is this host's
+        if view is None and not (usable and why and "not from this host" in why):
             ctx.finding(source, why, {"log": source})
 
 
@@ -432,7 +474,7 @@ def nccl_unusable_logs(ctx):
 def gdr_state(view):
     """"enabled", "disabled", "mixed" or None: NCCL's GPUDirect RDMA lines, and GDRDMA connections as enabled."""
     states = set(g["enabled"] for g in view["gdr"])
-    if any(t.endswith("/GDRDMA") for t in view["transports"]):
+    if any("/GDRDMA" in t for t in view["transports"]):
         states.add(True)
     return {(True,): "enabled", (False,): "disabled", (False, True): "mixed"}.get(tuple(sorted(states)))
 
@@ -451,7 +493,7 @@ def nccl_choices(host, facts, expect):
         names = dict((d["index"], d["name"]) for d in view["net_devices"])
         used = {}
         for conn in view["connections"]:
-            gpu, name = _gpu_address(view, conn.get("gpu")), names.get(conn.get("nic"))
+            gpu, name = gpu_of(view, conn), names.get(conn.get("nic"))
             if gpu and name:
                 used.setdefault(gpu, {}).setdefault(name, conn["transport"] + (" (PXN)" if conn.get("pxn") else ""))
         gpus = []

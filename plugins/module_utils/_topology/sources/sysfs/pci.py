@@ -212,16 +212,33 @@ class PciMixin:
                           % (prefix, which, short_text(width_text), ", ".join(str(w) for w in VALID_WIDTHS)))
             setattr(dev, which + "_width", width)
         dev.has_rdma = "infiniband" in names
-        if dev.class_code is not None and dev.class_code >> 8 == 0x0604 and "config" in files:
-            dev.acs_readable, dev.acs_control = self._acs(prefix + "config")
+        bridge = dev.class_code is not None and dev.class_code >> 8 == 0x0604
+        if "config" in files and (bridge or (dev.class_code or 0) >> 16 in CONTROL_CLASSES):
+            # extended space (ACS) needs root on a live system, the capability list past 64 bytes too
+            data = self.read_bytes(prefix + "config", regular=True, limit=4096)
+            if bridge:
+                dev.acs_readable, dev.acs_control = parse_acs_control(data) if data is not None else (False, None)
+            dev.pcie_control = parse_pcie_control(data) if data is not None else None
+        if "iommu_group" in names:
+            dev.iommu_group, dev.iommu_type = self._iommu(prefix + "iommu_group")
         return dev
 
-    def _acs(self, path):
-        """(readable, ACS Control) from a bridge's config space; extended space needs root on a live system."""
-        data = self.read_bytes(path, regular=True, limit=4096)
-        if data is None:
-            return False, None
-        return parse_acs_control(data)
+    def _iommu(self, link):
+        """(group, default domain type) of a device's iommu_group link."""
+        name = self.link_name(link)
+        if not name or not name.isdigit() or len(name) > 6:
+            if name is not None:
+                self.warn("%s: links to %r, not an IOMMU group number" % (link, short_text(name)))
+            return None, None
+        group = int(name)
+        if group not in self._iommu_types:
+            kind = self.read(self.path("sys/kernel/iommu_groups/%d/type" % group), quiet=True)
+            if kind is not None and kind not in IOMMU_TYPES:
+                self.warn("sys/kernel/iommu_groups/%d/type: %r is not a domain type (%s)"
+                          % (group, short_text(kind), ", ".join(IOMMU_TYPES)))
+                kind = None
+            self._iommu_types[group] = kind
+        return group, self._iommu_types[group]
 
     def _node_of_cpus(self, cpus):
         matches = [node.node_id for node in self.topo.numa.values()
@@ -240,6 +257,39 @@ def pci_component(parts):
 
 
 PCI_EXT_CAP_ACS = 0x000D
+PCI_CAP_EXP = 0x10
+# Classes whose PCI Express control is read: network (0x02), display (0x03: GPUs), processing accelerators (0x12).
+CONTROL_CLASSES = (0x02, 0x03, 0x12)
+# The default domain types the kernel writes to /sys/kernel/iommu_groups/N/type.
+IOMMU_TYPES = ("identity", "DMA", "DMA-FQ", "unmanaged", "blocked", "auto")
+
+
+def parse_pcie_control(config):
+    """The PCI Express capability's payload and read request sizes and relaxed ordering, from config space bytes.
+
+    Returns None when the device has no capability list or no PCI Express capability, {"readable": False, ...}
+    when the bytes stop before the capability (the 64 bytes a non-root reader gets), else {"readable": True,
+    "mps_supported", "mps", "mrrs" (bytes), "relaxed_ordering", "no_snoop"}."""
+    unread = {"readable": False, "mps_supported": None, "mps": None, "mrrs": None, "relaxed_ordering": None,
+              "no_snoop": None}
+    if len(config) < 0x40:
+        return unread
+    if not int.from_bytes(config[6:8], "little") & 0x10:  # Status: no capability list
+        return None
+    offset, seen = config[0x34] & 0xFC, set()
+    while offset >= 0x40 and offset not in seen:
+        if offset + 0x0C > len(config):
+            return unread
+        seen.add(offset)
+        if config[offset] == PCI_CAP_EXP:
+            devcap = int.from_bytes(config[offset + 4:offset + 8], "little")
+            devctl = int.from_bytes(config[offset + 8:offset + 10], "little")
+            sizes = [devcap & 0x7, (devctl >> 5) & 0x7, (devctl >> 12) & 0x7]
+            mps_supported, mps, mrrs = [128 << v if v <= 5 else None for v in sizes]  # 6, 7: reserved
+            return {"readable": True, "mps_supported": mps_supported, "mps": mps, "mrrs": mrrs,
+                    "relaxed_ordering": bool(devctl & 0x0010), "no_snoop": bool(devctl & 0x0800)}
+        offset = config[offset + 1] & 0xFC
+    return None
 
 
 def parse_acs_control(config):

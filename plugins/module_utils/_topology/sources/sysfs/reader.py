@@ -17,19 +17,21 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sy
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.files import (
     file_type, MAX_WARNINGS, SysfsFiles,
 )
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.kernel import KernelMixin
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.net import NetMixin
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.numa import NumaMixin
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import PciMixin
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.rdma import RdmaMixin
 
 
-class SysfsReader(NumaMixin, PciMixin, NetMixin, RdmaMixin, BondVlanMixin, SysfsFiles):
+class SysfsReader(NumaMixin, PciMixin, NetMixin, RdmaMixin, KernelMixin, BondVlanMixin, SysfsFiles):
     """Reads one machine's topology below ``root`` ("/" for the live machine)."""
 
     def __init__(self, root="/"):
         super().__init__(root)
         self._pci_dirs = {}
         self._listings = {}
+        self._iommu_types = {}
 
     def read_all(self, parts=("pci", "numa", "net", "rdma", "bond", "vlan")):
         if os.path.exists(self.root) and not os.path.isdir(self.root):
@@ -53,6 +55,7 @@ class SysfsReader(NumaMixin, PciMixin, NetMixin, RdmaMixin, BondVlanMixin, Sysfs
         if "rdma" in parts:
             self.read_rdma()
             self.read_kernel_modules()
+            self.read_kernel()
         if "bond" in parts:
             self.read_bonds()
         if "vlan" in parts:

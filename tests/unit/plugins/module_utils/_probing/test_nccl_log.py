@@ -96,11 +96,12 @@ def test_prefixes_of_launchers_and_torch_are_read_through():
     assert (c["version"], c["cuda"]) == ("2.18.3", "12.2")
     assert c["warnings"][0]["kind"] == "net_error"
     assert c["connections"] == [{"rank": 0, "gpu": "1b000", "peer": 8, "direction": "send", "nic": 0, "pxn": True,
-                                 "transport": "NET/IB/GDRDMA"}]
+                                 "transport": "NET/IB/GDRDMA", "pid": 1, "dev": 0}]
     # the receiver prints "peer -> me [receive]": its own GPU is the second
     got = parse_nccl_log(["n:1:2 [0] NCCL INFO Channel 00/0 : 15[b9000] -> 0[15000] [receive] via NET/IB/2/GDRDMA"])
     assert got["sections"]["n"]["connections"] == [{"rank": 0, "gpu": "15000", "peer": 15, "direction": "receive",
-                                                    "nic": 2, "pxn": False, "transport": "NET/IB/GDRDMA"}]
+                                                    "nic": 2, "pxn": False, "transport": "NET/IB/GDRDMA", "pid": 1,
+                                                    "dev": 0}]
 
 
 def test_transport_names_drop_device_indexes_and_trailers():
@@ -154,3 +155,31 @@ def test_host_view_picks_the_host_and_says_when_the_log_is_of_others():
     assert view is None and "node-a.example, node-b" in why
     one = parse_nccl_log(["container-7f9c:1:2 [0] NCCL INFO Using network IB"])
     assert host_view(one, ["gpu-node-17"])[0]["network"] == "IB"  # one host: the container's name is not the node's
+
+
+def test_formats_of_other_releases():
+    # HAND-WRITTEN lines in the formats of NCCL releases the stored logs do not show
+    parsed = parse_nccl_log([
+        "h:1:2 [0] NCCL INFO Bootstrap : Using [0]eth0:10.1.1.1<0>",
+        "h:1:2 [0] NCCL INFO GPU Direct RDMA Disabled for GPU/0-3 (rank 3) - NET/0-2 (distance 6 > 5)",
+        "h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA (DMABUF) enabled for HCA 0 'mlx5_0",
+        "h:1:2 [0] NCCL INFO GPU Direct RDMA Enabled for GPU 1b000 / HCA a (distance 4 <= 4), read 0",
+        "h:1:2 [0] NCCL INFO Pattern 4, crossNic 0, nChannels 2, bw 1.2.3/4.0, type SYS/PIX, sameChannels 1",
+        "h:1:2 [0] NCCL INFO NET/Socket : Using [0]ib0:10.0.0.1<0>",
+        "h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>",
+        "h:1:2 [0] NCCL INFO Channel 00 : 0[1b000] -> 1[1b000] [send] via NET/IB/0/GDRDMA(PCI)",
+    ])
+    h = parsed["sections"]["h"]
+    assert h["bootstrap"] == {"name": "eth0", "address": "10.1.1.1"}
+    assert [(g["enabled"], g["gpu_rank"], g["hca"], g["hca_name"]) for g in h["gdr"]] == [
+        (False, 3, 2, None), (True, None, 0, "mlx5_0"), (True, None, 10, None)]
+    assert h["graphs"] == []  # a malformed Pattern line is skipped, not raised on
+    assert h["net_kind"] == "IB" and [d["name"] for d in h["net_devices"]] == ["mlx5_0"]  # the kind it used
+
+
+def test_mappings_stay_bounded():
+    lines = ["h:1:2 [0] NCCL INFO NCCL_X%d set by environment to 1" % i for i in range(5000)]
+    lines += ["h:1:2 [0] NCCL INFO Channel 00/0 : 0[1b000] -> 1[1b000] via NET/IB/0/X%d" % i for i in range(5000)]
+    h = parse_nccl_log(lines)["sections"]["h"]
+    assert len(h["env"]) <= nccl_log.MAX_ITEMS and len(h["transports"]) <= nccl_log.MAX_ITEMS
+    assert len(h["evidence"]) <= 2 * nccl_log.MAX_ITEMS
