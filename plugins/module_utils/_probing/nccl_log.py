@@ -396,6 +396,9 @@ def _used(section):
     return any(section[k] != empty[k] for k in empty)
 
 
+_SCALAR_TYPES = {"cuda_driver": int, "oob": dict, "bootstrap": dict}
+
+
 def _choose_net(section):
     """The device list of the network NCCL used: the kind "Using network X" or the connections' NET/<kind> name,
     else the first listed."""
@@ -424,7 +427,8 @@ def merge_sections(sections):
             default = view[key]
             if isinstance(default, list):
                 for item in value if isinstance(value, list) else ():
-                    _keep(view[key], item, MAX_RANKS if key == "ranks" else MAX_ITEMS)
+                    if isinstance(item, int if key == "dmabuf_gpus" else dict):
+                        _keep(view[key], item, MAX_RANKS if key == "ranks" else MAX_ITEMS)
             elif isinstance(default, dict):
                 for k, v in value.items() if isinstance(value, dict) else ():
                     if key == "transports":
@@ -439,7 +443,7 @@ def merge_sections(sections):
             elif key in ("nranks", "nnodes", "channels", "trees"):
                 if isinstance(value, int):
                     view[key] = max(view[key] or 0, value)
-            elif default is None and isinstance(value, (str, int, dict)):
+            elif default is None and isinstance(value, _SCALAR_TYPES.get(key, str)):
                 view[key] = value
     view["net_devices"] = [d for d in view["net_devices"] if isinstance(d, dict) and "name" in d and "index" in d]
     _choose_net(view)

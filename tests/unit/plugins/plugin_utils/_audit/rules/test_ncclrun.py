@@ -309,8 +309,8 @@ def test_a_shared_one_host_log_is_not_adopted_by_every_host(dgx8):
 
 def test_hand_written_probe_results_do_not_crash_the_audit(dgx8):
     odd = {"nccl": {"nccl_log": {"nccl_lines": 1, "hosts": ["x"], "sections": {}}}}
-    odder = {"nccl": {"nccl_log": {"nccl_lines": 3, "hosts": ["gpu-a"], "sections": {"gpu-a": {"gdr": "x", "env": [],
-                                                                                                "network": 5}}}}}
+    odder = {"nccl": {"nccl_log": {"nccl_lines": 3, "hosts": ["gpu-a"], "sections": {
+        "gpu-a": {"gdr": "x", "env": [], "network": 5, "connections": [1, None, {"nic": "x"}], "ranks": ["r"]}}}}}
     for probes in (odd, odder):
         found, outcomes, report = audit({"gpu-a": (dgx8, {"probes": probes})})
         assert not [f for f in found.get("NCCLRUN-005", []) if f.get("internal_error")]
