@@ -187,6 +187,12 @@ ansible_facts:
             - C(acs) (bridges only) says whether the extended config space was C(readable) (root on the live node),
               whether the ACS capability is C(present), its C(control) register, each control bit, and
               C(redirects_p2p) (request or completion redirect on, which sends peer-to-peer through the CPU).
+            - C(pcie_control) (bridges, network, display and accelerator functions) is what the PCI Express
+              capability says, C(readable) (C(false) when the config space stops before it, as the 64 bytes a
+              non-root reader gets), C(mps_supported), C(mps) and C(mrrs) in bytes, C(relaxed_ordering),
+              C(no_snoop); C(null) where not read or the function has no such capability.
+            - C(iommu) is the function's C(group) and its default domain C(type) (V(identity), V(DMA), V(DMA-FQ),
+              ...); C(null) without an IOMMU group.
           type: list
           elements: dict
           returned: when pci is gathered
@@ -260,6 +266,16 @@ ansible_facts:
           returned: when rdma is gathered
           sample: {nvidia: true, nvidia_peermem: false, nv_peer_mem: false, amdgpu: false, ib_core: true,
                    mlx5_core: true, bonding: true, "8021q": true}
+        gpudirect:
+          description:
+            - What GPUDirect RDMA needs beyond the PCIe path, from files (sysfs sources only; C(null) for XML).
+            - C(kernel_release), C(peermem) (V(nvidia_peermem), V(nv_peer_mem) or C(null)), C(peermem_known),
+              C(nvidia_driver) (C(version), C(open_module), C(line) from C(/proc/driver/nvidia/version)), C(dmabuf)
+              (C(kernel) 5.12 or later, C(open_module), C(possible)) and C(iommu) (C(mode) V(off), V(passthrough),
+              V(translated), V(other) or V(unknown); C(options), the IOMMU parameters of C(/proc/cmdline);
+              C(cmdline_read); C(groups), the number of IOMMU groups; C(domain_types) seen).
+          type: dict
+          returned: when rdma is gathered
         bonds:
           description:
             - Bonds with C(name), C(mode) (kernel name, for example V(802.3ad)), C(miimon), C(xmit_hash_policy),

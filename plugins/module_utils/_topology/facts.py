@@ -20,6 +20,9 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie impor
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import ethtool as _ethtool, lldp as _lldp
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nccl_conf import read_nccl_conf
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.kernel import (
+    DMABUF_KERNEL, parse_release,
+)
 
 SCHEMA_VERSION = 1
 SUBSETS = ("numa", "pci", "gpu", "nic", "rdma", "bond", "vlan", "paths", "nccl", "lldp", "link_modes")
@@ -126,6 +129,8 @@ def _pci_fact(topo, dev):
         "parent": dev.parent,
         "chain": topo.ancestors(dev.address),
         "acs": _acs_fact(dev),
+        "pcie_control": dict(dev.pcie_control) if dev.pcie_control is not None else None,
+        "iommu": {"group": dev.iommu_group, "type": dev.iommu_type} if dev.iommu_group is not None else None,
         "host_bridge": dev.host_bridge,
     }
 
@@ -147,6 +152,44 @@ def _acs_fact(dev):
     # Request or completion redirect sends peer-to-peer traffic up through the root complex.
     fact["redirects_p2p"] = (bool(dev.acs_control & 0x0C) if dev.acs_control is not None else None)
     return fact
+
+
+def _gpudirect_fact(topo):
+    """What GPUDirect RDMA needs beyond the PCIe path: a peer-memory module or DMA-BUF (kernel 5.12+ and the open
+    GPU kernel module), and how the IOMMU treats device DMA. None where the source has none of it (XML)."""
+    kernel = topo.kernel
+    if kernel is None:
+        return None
+    modules = topo.kernel_modules
+    release = parse_release(kernel.get("release"))
+    driver = kernel.get("nvidia_driver")
+    kernel_ok = release >= DMABUF_KERNEL if release else None
+    open_module = driver["open_module"] if driver else None
+    types = sorted(set(d.iommu_type for d in topo.pci.values() if d.iommu_type))
+    options = kernel.get("iommu_options") or {}
+    if kernel.get("iommu_groups") == 0:
+        mode = "off"
+    elif types:
+        mode = "translated" if any(t.startswith("DMA") for t in types) else "passthrough" if "identity" in types \
+            else "other"
+    elif options.get("iommu") == "pt" or options.get("iommu.passthrough") == "1":
+        mode = "passthrough"
+    elif options.get("intel_iommu") == "off" or options.get("amd_iommu") == "off" or options.get("iommu") == "off":
+        mode = "off"
+    else:
+        mode = "unknown"
+    return {
+        "kernel_release": kernel.get("release"),
+        "peermem": (("nvidia_peermem" if modules.get("nvidia_peermem") else "nv_peer_mem" if modules.get("nv_peer_mem")
+                     else None) if modules is not None else None),
+        "peermem_known": modules is not None,
+        "nvidia_driver": dict(driver) if driver else None,
+        "dmabuf": {"kernel": kernel_ok, "open_module": open_module,
+                   "possible": (kernel_ok and open_module) if kernel_ok is not None and open_module is not None
+                   else (False if kernel_ok is False or open_module is False else None)},
+        "iommu": {"mode": mode, "options": dict(options), "cmdline_read": kernel.get("cmdline_read"),
+                  "groups": kernel.get("iommu_groups"), "domain_types": types},
+    }
 
 
 def _numa_facts(topo):
@@ -198,6 +241,7 @@ def build_facts(topo, subsets, nvml_status=None):
     if "rdma" in subsets:
         facts["rdma"] = [_rdma_fact(topo, r) for _n, r in sorted(topo.rdma.items())]
         facts["kernel_modules"] = dict(topo.kernel_modules) if topo.kernel_modules is not None else None
+        facts["gpudirect"] = _gpudirect_fact(topo)
     if "bond" in subsets:
         facts["bonds"] = [_bond_fact(topo, b) for _n, b in sorted(topo.bonds.items())]
     if "vlan" in subsets:

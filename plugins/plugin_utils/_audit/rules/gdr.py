@@ -17,9 +17,11 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
 @host_rule(
     "GDR-001", "GPUDirect RDMA module not loaded", "fail",
     """With RDMA, NCCL moves data between GPU memory and the NIC directly only when nvidia_peermem (or the
-    older nv_peer_mem) is loaded; without it every transfer is staged through host memory.""",
+    older nv_peer_mem) is loaded, or through DMA-BUF (kernel 5.12 or later with the open GPU kernel module, NCCL 2.13
+    or later, NCCL_DMABUF_ENABLE not 0); without either every transfer is staged through host memory.""",
     """Load it (`modprobe nvidia_peermem`) and make it persistent (/etc/modules-load.d), or install the
-    MLNX_OFED/DOCA package that provides nv_peer_mem.""")
+    MLNX_OFED/DOCA package that provides nv_peer_mem; or use DMA-BUF: the open GPU kernel module on a 5.12+
+    kernel.""")
 def gdr_peermem(ctx):
     if not ctx.expect.get("rdma"):
         raise NotApplicable("RDMA not intended (fabric_expectations.rdma is false)")
@@ -30,8 +32,30 @@ def gdr_peermem(ctx):
     if modules is None:
         raise NotApplicable("kernel module state not in these facts (capture without /sys/module)")
     if not (modules.get("nvidia_peermem") or modules.get("nv_peer_mem")):
-        ctx.finding("nvidia_peermem", "neither nvidia_peermem nor nv_peer_mem is loaded",
-                    {"nvidia_peermem": modules.get("nvidia_peermem"), "nv_peer_mem": modules.get("nv_peer_mem")})
+        dmabuf, why = dmabuf_state(ctx.facts)
+        if dmabuf:
+            return  # DMA-BUF carries GPUDirect RDMA without a peer-memory module
+        ctx.finding("nvidia_peermem", "neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF %s" % why,
+                    {"nvidia_peermem": modules.get("nvidia_peermem"), "nv_peer_mem": modules.get("nv_peer_mem"),
+                     "dmabuf": (ctx.facts.get("gpudirect") or {}).get("dmabuf")})
+
+
+def dmabuf_state(facts):
+    """(whether DMA-BUF can carry GPUDirect RDMA here, why not): kernel 5.12+, the open GPU kernel module, and
+    NCCL_DMABUF_ENABLE not 0 in /etc/nccl.conf."""
+    gpudirect = facts.get("gpudirect") or {}
+    dmabuf = gpudirect.get("dmabuf") or {}
+    driver = gpudirect.get("nvidia_driver") or {}
+    conf = ((facts.get("nccl") or {}).get("values") or {}) if isinstance(facts.get("nccl"), dict) else {}
+    if str(conf.get("NCCL_DMABUF_ENABLE", "")).strip() == "0":
+        return False, "is turned off (NCCL_DMABUF_ENABLE=0 in /etc/nccl.conf)"
+    if dmabuf.get("kernel") is False:
+        return False, "needs kernel 5.12 or later (this one is %s)" % gpudirect.get("kernel_release")
+    if dmabuf.get("open_module") is False:
+        return False, "needs the open GPU kernel module (driver %s is the proprietary one)" % driver.get("version")
+    if dmabuf.get("possible"):
+        return True, None
+    return False, "could not be confirmed (kernel release or GPU driver not in these facts)"
 
 
 @host_rule(
@@ -91,3 +115,77 @@ def gpu_chain(pci, address):
 def _lowest(bridges, pci):
     """The deepest of a set of bridges (the one with the longest chain above it)."""
     return max(bridges, key=lambda b: len((pci.get(b) or {}).get("chain") or [])) if bridges else None
+
+
+IOMMU_TRANSLATING = ("DMA", "DMA-FQ")
+
+
+@host_rule(
+    "GDR-003", "IOMMU translates the DMA of a GPU or its NIC", "warn",
+    """With the IOMMU translating device DMA (default domain DMA or DMA-FQ), every peer-to-peer transfer between a
+    GPU and the NIC beside it is translated and, with ACS, routed up through the root complex: NCCL documents hangs
+    and a fraction of the bandwidth for GPUDirect RDMA and GPU peer-to-peer unless the IOMMU is off or in
+    passthrough on bare metal.""",
+    """Boot with `iommu=pt` (keeps the IOMMU for VMs, identity for the host's devices) or turn it off
+    (`intel_iommu=off` / `amd_iommu=off`) on bare-metal GPU nodes; check /sys/kernel/iommu_groups/*/type says
+    identity.""")
+def gdr_iommu(ctx):
+    if not ctx.expect.get("rdma"):
+        raise NotApplicable("RDMA not intended (fabric_expectations.rdma is false)")
+    ctx.need("gpus", "pci")
+    pci = ctx.pci()
+    seen = [a for a in pci if (pci[a].get("iommu") or {}).get("type")]
+    if not seen:
+        raise NotApplicable("no IOMMU group types in these facts (no IOMMU, or a capture without "
+                            "/sys/kernel/iommu_groups)")
+    options = ((ctx.facts.get("gpudirect") or {}).get("iommu") or {}).get("options") or {}
+    translated = {}
+    for gpu in ctx.facts["gpus"]:
+        devices = [gpu["address"]] + [n["nic"] for n in gpu.get("nearest_nics") or [] if n["type"] in ("PIX", "PXB")]
+        for address in devices:
+            iommu = (pci.get(address) or {}).get("iommu") or {}
+            if iommu.get("type") in IOMMU_TRANSLATING:
+                translated[address] = iommu
+    if translated:  # one host setting: one finding, the devices in its evidence
+        gpus = sorted(g["address"] for g in ctx.facts["gpus"] if g["address"] in translated)
+        ctx.finding("iommu", "the IOMMU translates DMA of %d GPU(s) and the NICs beside them (%s): %s%s; kernel "
+                    "options %s" % (len(gpus), ", ".join(sorted(set(i["type"] for i in translated.values()))),
+                                    ", ".join(gpus[:4]), " and %d more" % (len(gpus) - 4) if len(gpus) > 4 else "",
+                                    " ".join("%s=%s" % kv for kv in sorted(options.items())) or "none"),
+                    {"devices": dict(sorted(translated.items())), "kernel_options": options})
+
+
+@host_rule(
+    "GDR-004", "PCIe payload or read request sizes differ between a GPU and its NIC", "info",
+    """Peer-to-peer packets between a GPU and the NIC beside it are cut to the smaller Max Payload Size of the two,
+    and a NIC's small Max Read Request Size or relaxed ordering turned off limits how fast it reads GPU memory
+    (NCCL asks for relaxed ordering where the NIC has it: "[RO]" in its NET/IB line). Usually firmware defaults;
+    worth knowing where GPUDirect RDMA is slower than the link.""",
+    """Compare `lspci -vvv` DevCtl of the GPU, the NIC and the switch ports between them; set the BIOS's PCIe
+    payload and read request options alike, and enable relaxed ordering on the NIC where the platform supports it
+    (mlxconfig PCI_WR_ORDERING / the BIOS).""")
+def gdr_payload(ctx):
+    if not ctx.expect.get("rdma"):
+        raise NotApplicable("RDMA not intended (fabric_expectations.rdma is false)")
+    ctx.need("gpus", "pci")
+    pci = ctx.pci()
+    judged = 0
+    for gpu in ctx.facts["gpus"]:
+        mine = (pci.get(gpu["address"]) or {}).get("pcie_control") or {}
+        for near in gpu.get("nearest_nics") or []:
+            theirs = (pci.get(near["nic"]) or {}).get("pcie_control") or {}
+            if near["type"] not in ("PIX", "PXB") or not (mine.get("readable") and theirs.get("readable")):
+                continue
+            judged += 1
+            odd = []
+            if mine["mps"] != theirs["mps"]:
+                odd.append("Max Payload Size %s (GPU) vs %s (NIC)" % (mine["mps"], theirs["mps"]))
+            if theirs["relaxed_ordering"] is False:
+                odd.append("relaxed ordering off on the NIC")
+            if odd:
+                ctx.finding("%s->%s" % (gpu["address"], near["nic"]), "GPU %s and NIC %s: %s" % (
+                    gpu["address"], "/".join(near["nic_names"]) or near["nic"], "; ".join(odd)),
+                    {"gpu": mine, "nic": theirs})
+    if not judged:
+        raise NotApplicable("no PCIe control registers of a GPU and a NIC beside it (config space past 64 bytes "
+                            "needs root on the live node)")

@@ -15,7 +15,9 @@ import re
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import host_view
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import path_rank
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.gdr import p2p_bridges
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.gdr import (
+    IOMMU_TRANSLATING, dmabuf_state, p2p_bridges,
+)
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import (
     NotApplicable, host_rule, inventory_rule, observed,
 )
@@ -323,8 +325,14 @@ def _gdr_reasons(ctx, gpus, nic):
     reasons = []
     modules = ctx.facts.get("kernel_modules")
     if modules is not None and not (modules.get("nvidia_peermem") or modules.get("nv_peer_mem")):
-        reasons.append("neither nvidia_peermem nor nv_peer_mem is loaded")
+        dmabuf, why = dmabuf_state(ctx.facts)
+        if not dmabuf:
+            reasons.append("neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF %s" % why)
     pci = ctx.pci()
+    translated = sorted(a for a in gpus + [nic] if ((pci.get(a) or {}).get("iommu") or {}).get("type")
+                        in IOMMU_TRANSLATING)
+    if translated:
+        reasons.append("the IOMMU translates DMA of %s" % ", ".join(translated))
     on_path = set(b for gpu in gpus for b in p2p_bridges(pci, gpu, nic))
     redirect = sorted(b for b in on_path if ((pci.get(b) or {}).get("acs") or {}).get("redirects_p2p"))
     if redirect:

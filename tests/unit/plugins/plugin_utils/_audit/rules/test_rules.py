@@ -61,8 +61,8 @@ def test_healthy_node_passes_everything(healthy):
 
 def test_broken_twin_shows_each_planted_fault(broken):
     findings, _outcomes = run(broken, DGX_EXPECT)
-    assert ids(findings) == ["BOND-002", "BOND-003", "GDR-001", "GDR-002", "NET-004", "NUMA-002", "PCIE-001",
-                             "PCIE-003", "PCIE-005"]
+    assert ids(findings) == ["BOND-002", "BOND-003", "GDR-001", "GDR-002", "GDR-003", "GDR-004", "NET-004",
+                             "NUMA-002", "PCIE-001", "PCIE-003", "PCIE-005"]
     # the planted Gen3 x8 link of the Gen4 x16 dual-port card: one PCIE-005 finding for the card, naming both ports
     assert [(f["subject"], f["severity"], f["evidence"]["ports"]) for f in of(findings, "PCIE-005")] == [
         ("0000:c1:00.0", "fail", ["enp193s0f0np0", "enp193s0f1np1"])]
@@ -196,6 +196,32 @@ def test_bond_rules_not_applicable_without_bonds(roots):
 def test_gdr_001_only_when_rdma_intended(broken):
     assert run(broken, dict(DGX_EXPECT, rdma=False))[1]["GDR-001"][0] == "not_applicable"
     assert of(run(broken, DGX_EXPECT)[0], "GDR-001")
+
+
+def test_gdr_001_names_why_dmabuf_cannot_stand_in(broken, healthy):
+    finding = of(run(broken, DGX_EXPECT)[0], "GDR-001")[0]
+    assert "needs the open GPU kernel module (driver 535.183.01" in finding["message"]
+    # the healthy node without peermem: DMA-BUF (kernel 6.8, the open module) carries GPUDirect RDMA
+    no_peermem = dict(healthy, kernel_modules=dict(healthy["kernel_modules"], nvidia_peermem=False))
+    assert run(no_peermem, DGX_EXPECT)[1]["GDR-001"] == ("pass", None)
+    off = dict(no_peermem, nccl={"present": True, "path": "/etc/nccl.conf", "values": {"NCCL_DMABUF_ENABLE": "0"}})
+    assert "NCCL_DMABUF_ENABLE=0" in of(run(off, DGX_EXPECT)[0], "GDR-001")[0]["message"]
+
+
+def test_gdr_003_iommu_translating_and_passthrough(broken, healthy):
+    findings = of(run(broken, DGX_EXPECT)[0], "GDR-003")
+    assert [f["subject"] for f in findings] == ["iommu"]
+    assert "8 GPU(s)" in findings[0]["message"] and "(DMA-FQ)" in findings[0]["message"]
+    assert "intel_iommu=on" in findings[0]["message"] and len(findings[0]["evidence"]["devices"]) == 15  # mlx5_1 serves two GPUs
+    assert run(healthy, DGX_EXPECT)[1]["GDR-003"] == ("pass", None)  # identity domains (iommu=pt)
+
+
+def test_gdr_004_payload_and_relaxed_ordering(broken, healthy):
+    findings = of(run(broken, DGX_EXPECT)[0], "GDR-004")
+    assert [f["subject"] for f in findings] == ["0000:15:00.0->0000:1a:00.0", "0000:19:00.0->0000:1a:00.0"]
+    assert "Max Payload Size 256 (GPU) vs 128 (NIC); relaxed ordering off on the NIC" in findings[0]["message"]
+    assert findings[0]["severity"] == "info"
+    assert run(healthy, DGX_EXPECT)[1]["GDR-004"] == ("pass", None)
 
 
 def test_gdr_001_unknown_modules_is_not_a_pass(realdata):
