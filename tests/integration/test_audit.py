@@ -189,12 +189,14 @@ def test_unreachable_host_is_listed_and_the_rest_audited(ansible_env, roots, tmp
 def test_bad_policy_fails_before_any_host_is_contacted(ansible_env, roots, tmp_path):
     inventory = write_inventory(
         tmp_path, {"healthy": {"ansible_connection": "local", "fabric_facts_root": roots["dgx8"]}},
-        {"fabric_waivers": [{"rule": "PCIE-042", "hosts": "*", "reason": "", "expires": "someday"}]})
+        {"fabric_waivers": [{"rule": "PCIE-042", "hosts": "*", "reason": "", "expires": "someday"}],
+         "fabric_nccl_logs": [str(tmp_path / "job" / "nccl.*.log")]})
     result = playbook(ansible_env, inventory, "-e", "fabric_report_dir=" + str(tmp_path / "r"))
     assert result.returncode != 0
     for message in ("fabric_waivers[0].rule: 'PCIE-042' is not a rule id",
                     "fabric_waivers[0].reason: '' must say why",
-                    "fabric_waivers[0].expires: 'someday' is not a date"):
+                    "fabric_waivers[0].expires: 'someday' is not a date",
+                    "fabric_nccl_logs[0]: '%s' matches no file on the controller" % (tmp_path / "job" / "nccl.*.log")):
         assert message in result.stdout, result.stdout[-3000:]
     assert "TASK [Gather topology facts]" not in result.stdout
     assert not os.path.exists(str(tmp_path / "r"))
