@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""nvidia-smi's own words, to hold the facts against: ``nvidia-smi -q`` (each GPU's bus id, performance state and
+PCIe link as the driver reports it) and ``nvidia-smi topo -m`` (the GPU-to-NIC relation matrix with its NIC legend).
+Read as posted (quote prefixes, colour codes, other lines around them); bounded; never raising."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+MAX_LINES = 200000
+MAX_DEVICES = 256
+_ANSI = re.compile(r"\x1b\[[0-9;]{0,20}m")
+_QUOTE = re.compile(r"^(?:> ?)+")
+_GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_ITEM = re.compile(r"^(\s*)([^:]{1,80}?)\s*:\s?(.{0,200})$")
+_RELATIONS = ("X", "SYS", "NODE", "PHB", "PXB", "PIX", "PXN")
+_NV = re.compile(r"^NV\d{1,3}$")
+
+
+def bus_address(text):
+    """nvidia-smi's bus id ("00000000:18:00.0") as the facts write it ("0000:18:00.0"), or None."""
+    match = re.match(r"^([0-9A-Fa-f]{4,8}):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])$", (text or "").strip())
+    if not match:
+        return None
+    return "%04x:%s:%s.%s" % (int(match.group(1), 16), match.group(2).lower(), match.group(3).lower(),
+                              match.group(4))
+
+
+def _int(text):
+    match = re.match(r"^\s*(\d{1,3})x?\s*$", text or "")
+    return int(match.group(1)) if match else None
+
+
+def _clean(line):
+    return _QUOTE.sub("", _ANSI.sub("", line.rstrip("\r\n")))
+
+
+def parse_smi_query(text):
+    """``nvidia-smi -q``: [{"address", "name", "performance_state", "generation": {"max", "current"},
+    "width": {"max", "current"}}] per GPU block, in the order printed."""
+    gpus, current, path = [], None, []
+    for raw in (text or "").splitlines()[:MAX_LINES]:
+        line = _clean(raw)
+        gpu = _GPU.match(line.strip())
+        if gpu:
+            if len(gpus) >= MAX_DEVICES:
+                break
+            current = {"address": bus_address(gpu.group(1)), "name": None, "performance_state": None,
+                       "generation": {"max": None, "current": None}, "width": {"max": None, "current": None}}
+            gpus.append(current)
+            path = []
+            continue
+        if current is None or not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        item = _ITEM.match(line)
+        key = (item.group(2) if item else line).strip()
+        while path and path[-1][0] >= indent:
+            path.pop()
+        if not item:  # a section heading ("PCI", "GPU Link Info", "PCIe Generation")
+            path.append((indent, key))
+            continue
+        value = item.group(3).strip()
+        sections = [name for _i, name in path]
+        if key == "Product Name":
+            current["name"] = value[:80]
+        elif key == "Performance State" and re.match(r"^P\d{1,2}$", value):
+            current["performance_state"] = int(value[1:])
+        elif sections[-1:] == ["PCIe Generation"] and key in ("Max", "Current"):
+            current["generation"][key.lower()] = _int(value)
+        elif sections[-1:] == ["Link Width"] and key in ("Max", "Current"):
+            current["width"][key.lower()] = _int(value)
+    return gpus
+
+
+_SPACES = re.compile(r"\s{2,}|(?<=\S)\s(?=(?:X|NV\d+|SYS|NODE|PHB|PXB|PIX)\b)")
+_DEVICE = re.compile(r"^(?:GPU\d{1,3}|NIC\d{1,3}|mlx\d?_\w{1,20})$")
+
+
+def _cells(line):
+    """The cells of a matrix line: tab-separated as nvidia-smi prints, else runs of two or more spaces (a post that
+    turned the tabs into spaces)."""
+    if "\t" in line:
+        parts = line.split("\t")
+    else:
+        parts = _SPACES.split(line.strip())
+    return [c.strip() for c in parts if c.strip()]
+
+
+def _relation(cell):
+    return cell in _RELATIONS or bool(_NV.match(cell))
+
+
+def parse_topo_matrix(text):
+    """``nvidia-smi topo -m``: {"columns": [GPU0, ..., NIC0, ...], "rows": {GPU0: {column: relation}},
+    "cpu_affinity": {GPU0: text}, "numa_affinity": {GPU0: text}, "nic_legend": {NIC0: "mlx5_0"}}. Relations are
+    X, NV#, PIX, PXB, PHB, NODE, SYS (and PXN); an odd cell is left out."""
+    out = {"columns": [], "rows": {}, "cpu_affinity": {}, "numa_affinity": {}, "nic_legend": {}}
+    for raw in (text or "").splitlines()[:MAX_LINES]:
+        line = _clean(raw)
+        stripped = line.strip()
+        legend = re.match(r"^(NIC\d{1,3})\s*:\s*(\S{1,64})$", stripped)
+        if legend:
+            out["nic_legend"][legend.group(1)] = legend.group(2)
+            continue
+        cells = _cells(line)
+        if not cells or not _DEVICE.match(cells[0]):
+            continue
+        if len(cells) == 1 or _DEVICE.match(cells[1]):  # the header: device names, then "CPU Affinity", ...
+            if not out["rows"]:
+                out["columns"] = [c for c in cells if _DEVICE.match(c)][:MAX_DEVICES]
+            continue
+        if not out["columns"] or not _relation(cells[1]):
+            continue
+        name, values = cells[0], cells[1:]
+        out["rows"][name] = dict((column, value) for column, value in zip(out["columns"], values)
+                                 if _relation(value))
+        rest = values[len(out["columns"]):]
+        if name.startswith("GPU") and rest:
+            out["cpu_affinity"][name] = rest[0][:200]
+            if len(rest) > 1:
+                out["numa_affinity"][name] = rest[1][:40]
+        if len(out["rows"]) >= MAX_DEVICES:
+            break
+    return out

@@ -1,0 +1,71 @@
+"""scripts/gpu_check.py, the one run prepared for a GPU machine, replayed here on captured outputs: the facts of
+the hand-written node against nvidia-smi text written in nvidia-smi's format from those facts (HAND-WRITTEN, so the
+comparison has something that agrees and something planted that does not), and a real NCCL log and dump."""
+
+import json
+import os
+import shutil
+
+import gpu_check  # scripts/gpu_check.py
+from conftest import REPO
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+
+LOGS = os.path.join(REPO, "tests", "fixtures", "realdata", "nccl-logs")
+
+
+def smi_query(facts, width_of=None):
+    """HAND-WRITTEN: `nvidia-smi -q` blocks in the driver's layout for the GPUs of the facts."""
+    lines = ["==============NVSMI LOG==============", "", "Driver Version                            : 550.90.07", ""]
+    for gpu in facts["gpus"]:
+        domain, rest = gpu["address"].split(":", 1)
+        width = (width_of or {}).get(gpu["address"], gpu["link"]["current"]["width"])
+        lines += ["GPU 0000%s:%s" % (domain, rest.upper()),
+                  "    Product Name                          : NVIDIA H100 80GB HBM3",
+                  "    PCI",
+                  "        Bus Id                            : 0000%s:%s" % (domain, rest.upper()),
+                  "        GPU Link Info",
+                  "            PCIe Generation",
+                  "                Max                       : %s" % gpu["link"]["max"]["generation"],
+                  "                Current                   : %s" % gpu["link"]["current"]["generation"],
+                  "            Link Width",
+                  "                Max                       : %sx" % gpu["link"]["max"]["width"],
+                  "                Current                   : %sx" % width,
+                  "    Performance State                     : P0", ""]
+    return "\n".join(lines) + "\n"
+
+
+def replay_dir(tmp_path, facts, query):
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    (replay / "facts.json").write_text(json.dumps(facts))
+    (replay / "nvidia-smi-q.txt").write_text(query)
+    (replay / "topo-m.txt").write_text("")
+    shutil.copy(os.path.join(LOGS, "a-roce-2.19.3-dgxh100-2node-nccltests185", "nccl.log"), str(replay / "nccl.log"))
+    shutil.copy(os.path.join(REPO, "tests", "fixtures", "realdata", "rccl-mi300x-8gpu-cx7", "topo_8p_940.xml"),
+                str(replay / "nccl-topo.xml"))
+    return str(replay)
+
+
+def test_replay_agrees_with_facts_that_agree(roots, tmp_path, capsys):
+    facts = gather(root=roots["dgx8"])
+    out = str(tmp_path / "out")
+    status = gpu_check.main(["--out", out, "--replay", replay_dir(tmp_path, facts, smi_query(facts)),
+                             "--host", "dgx8"])
+    result = json.load(open(os.path.join(out, "check.json")))
+    assert status == 0, result["comparison"]["mismatches"]
+    assert len(result["comparison"]["gpus"]) == 8
+    assert all(c["same"] is not False for g in result["comparison"]["gpus"] for c in g["checks"].values())
+    assert result["nccl_log"]["hosts"] == ["dgxh100-3", "dgxh100-4"]
+    assert sorted(os.listdir(out)) == ["check.json", "facts.json", "nccl-topo.xml", "nccl.log", "nvidia-smi-q.txt",
+                                       "topo-m.txt"]
+    assert "8 GPU(s) compared" in capsys.readouterr().out
+
+
+def test_replay_names_what_differs(roots, tmp_path, capsys):
+    facts = gather(root=roots["dgx8-broken"])  # GPU 0000:19:00.0 trained to x8
+    query = smi_query(facts, width_of={"0000:19:00.0": 16, "0000:35:00.0": 4})
+    status = gpu_check.main(["--out", str(tmp_path / "out"), "--replay", replay_dir(tmp_path, facts, query)])
+    assert status == 1
+    printed = capsys.readouterr().out
+    assert "differs: 0000:19:00.0 width.current: facts 8, nvidia-smi 16" in printed
+    assert "differs: 0000:35:00.0 width.current: facts 16, nvidia-smi 4" in printed
