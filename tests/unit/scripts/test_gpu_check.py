@@ -69,3 +69,19 @@ def test_replay_names_what_differs(roots, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "differs: 0000:19:00.0 width.current: facts 8, nvidia-smi 16" in printed
     assert "differs: 0000:35:00.0 width.current: facts 16, nvidia-smi 4" in printed
+
+
+def test_topology_relations_are_held_against_the_facts(roots):
+    facts = gather(root=roots["dgx8"])
+    # HAND-WRITTEN in topo -m's tab layout: GPU0 (0000:15:00.0) PIX to mlx5_0 as the facts say; PIX to mlx5_1 planted
+    # where the facts give PXB
+    topo = ("\tGPU0\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\n"
+            "GPU0\t X \tPIX\tPIX\t0-55,112-167\t0\n"
+            "NIC0\tPIX\t X \tPXB\t\t\nNIC1\tPIX\tPXB\t X \t\t\n\nNIC Legend:\n\n  NIC0: mlx5_0\n  NIC1: mlx5_1\n")
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nvidia_smi import (
+        parse_smi_query, parse_topo_matrix,
+    )
+    result = gpu_check.compare(facts, parse_smi_query(smi_query(facts)), parse_topo_matrix(topo))
+    assert [(r["nic"], r["nvidia_smi"], r["facts"], r["same"]) for r in result["relations"]] == [
+        ("mlx5_0", "PIX", "PIX", True), ("mlx5_1", "PIX", "PXB", False)]
+    assert result["mismatches"] == ["0000:15:00.0 <-> mlx5_1: facts PXB, nvidia-smi topo -m PIX"]
