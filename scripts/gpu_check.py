@@ -84,9 +84,15 @@ def read(path):
         return handle.read(64 * 1024 * 1024)
 
 
+# What changes between two reads of an idle GPU (the link drops to Gen1, P8): reported, not counted as mismatches.
+VOLATILE = ("generation.current", "performance_state")
+
+
 def compare(facts, smi, topo):
     """Each GPU of nvidia-smi -q against the facts (bus id, PCIe generation and width, current and maximum,
-    performance state), and nvidia-smi topo -m's GPU-NIC relations against the facts' path types."""
+    performance state), and nvidia-smi topo -m's GPU-NIC relations against the facts' path types. The link
+    generation and performance state of an idle GPU change between reads (nvidia-smi itself wakes it): they are
+    listed, not counted as mismatches."""
     rows, mismatches = [], []
     mine = dict((g["address"], g) for g in facts.get("gpus") or [])
     for theirs in smi:
@@ -95,11 +101,15 @@ def compare(facts, smi, topo):
         if gpu is not None:
             nvml = gpu.get("nvml") or {}
             link = gpu.get("link") or {}
+            # NVML's maximum is what GPU and slot allow, as nvidia-smi's "Max"; sysfs's is the GPU's own, as
+            # nvidia-smi's "Device Max" (newer drivers)
+            sysfs_max = (link.get("max") or {}).get("generation")
             pairs = {
                 "generation.current": (nvml.get("current_generation") or (link.get("current") or {}).get("generation"),
                                        theirs["generation"]["current"]),
-                "generation.max": (nvml.get("max_generation") or (link.get("max") or {}).get("generation"),
-                                   theirs["generation"]["max"]),
+                "generation.max": (nvml.get("max_generation"), theirs["generation"]["max"]) if nvml.get(
+                    "max_generation") else (sysfs_max, theirs["generation"].get("device_max") or
+                                            theirs["generation"]["max"]),
                 "width.current": (nvml.get("current_width") or (link.get("current") or {}).get("width"),
                                   theirs["width"]["current"]),
                 "width.max": (nvml.get("max_width") or (link.get("max") or {}).get("width"), theirs["width"]["max"]),
@@ -107,8 +117,8 @@ def compare(facts, smi, topo):
             }
             for name, (ours, said) in sorted(pairs.items()):
                 same = None if ours is None or said is None else ours == said
-                row["checks"][name] = {"facts": ours, "nvidia_smi": said, "same": same}
-                if same is False:
+                row["checks"][name] = {"facts": ours, "nvidia_smi": said, "same": same, "volatile": name in VOLATILE}
+                if same is False and name not in VOLATILE:
                     mismatches.append("%s %s: facts %s, nvidia-smi %s" % (theirs["address"], name, ours, said))
         else:
             mismatches.append("%s: in nvidia-smi -q, not in the facts" % theirs["address"])
@@ -158,7 +168,14 @@ def main(argv=None):
                     shutil.copy(os.path.join(args.replay, name), os.path.join(args.out, name))
             text = read(os.path.join(args.out, "facts.json"))
             if text:
-                facts = json.loads(text)
+                try:
+                    facts = json.loads(text)
+                except ValueError as exc:
+                    print("problem: facts.json is not JSON: %s" % exc)
+                    return 2
+                if not isinstance(facts, dict):
+                    print("problem: facts.json holds no facts (a %s)" % type(facts).__name__)
+                    return 2
             else:
                 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
                 facts = gather(root=args.root)

@@ -271,8 +271,8 @@ ansible_facts:
             - What GPUDirect RDMA needs beyond the PCIe path, from files (sysfs sources only; C(null) for XML).
             - C(kernel_release), C(peermem) (V(nvidia_peermem), V(nv_peer_mem) or C(null)), C(peermem_known),
               C(nvidia_driver) (C(version), C(open_module), C(line) from C(/proc/driver/nvidia/version)), C(dmabuf)
-              (C(kernel) 5.12 or later, C(open_module), C(possible)) and C(iommu) (C(mode) V(off), V(passthrough),
-              V(translated), V(other) or V(unknown); C(options), the IOMMU parameters of C(/proc/cmdline);
+              (C(kernel) 5.12 or later, C(open_module), C(possible)) and C(iommu) (C(mode) of the GPUs' and NICs' groups,
+              V(off), V(passthrough), V(translated), V(mixed), V(other) or V(unknown); C(options), the IOMMU parameters of C(/proc/cmdline);
               C(cmdline_read); C(groups), the number of IOMMU groups; C(domain_types) seen).
           type: dict
           returned: when rdma is gathered

@@ -166,15 +166,21 @@ def _gpudirect_fact(topo):
     kernel_ok = release >= DMABUF_KERNEL if release else None
     open_module = driver["open_module"] if driver else None
     types = sorted(set(d.iommu_type for d in topo.pci.values() if d.iommu_type))
+    # the mode of the devices GPUDirect moves data between (one untrusted Thunderbolt port translated is no matter)
+    data = sorted(set(d.iommu_type for d in topo.pci.values() if d.iommu_type and d.kind in (
+        KIND_GPU, KIND_ACCELERATOR, KIND_NIC, KIND_RDMA)))
     options = kernel.get("iommu_options") or {}
-    if kernel.get("iommu_groups") == 0:
+    passthrough = options.get("iommu") == "pt" or options.get("iommu.passthrough", "").lower() in ("1", "y", "on")
+    off = "off" in (options.get("intel_iommu"), options.get("amd_iommu"), options.get("iommu"))
+    if data:
+        translated = [t for t in data if t.startswith("DMA")]
+        mode = ("translated" if len(translated) == len(data) else "mixed") if translated else \
+            "passthrough" if data == ["identity"] else "other"
+    elif kernel.get("iommu_groups") == 0:
         mode = "off"
-    elif types:
-        mode = "translated" if any(t.startswith("DMA") for t in types) else "passthrough" if "identity" in types \
-            else "other"
-    elif options.get("iommu") == "pt" or options.get("iommu.passthrough") == "1":
+    elif passthrough:
         mode = "passthrough"
-    elif options.get("intel_iommu") == "off" or options.get("amd_iommu") == "off" or options.get("iommu") == "off":
+    elif off:
         mode = "off"
     else:
         mode = "unknown"

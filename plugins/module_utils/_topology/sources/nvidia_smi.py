@@ -42,8 +42,9 @@ def _clean(line):
 
 
 def parse_smi_query(text):
-    """``nvidia-smi -q``: [{"address", "name", "performance_state", "generation": {"max", "current"},
-    "width": {"max", "current"}}] per GPU block, in the order printed."""
+    """``nvidia-smi -q``: [{"address", "name", "performance_state", "generation": {"max", "current", "device_max"},
+    "width": {"max", "current"}}] per GPU block, in the order printed. ``max`` is what the GPU and its slot allow,
+    ``device_max`` (newer drivers) the GPU's own."""
     gpus, current, path = [], None, []
     for raw in (text or "").splitlines()[:MAX_LINES]:
         line = _clean(raw)
@@ -52,7 +53,8 @@ def parse_smi_query(text):
             if len(gpus) >= MAX_DEVICES:
                 break
             current = {"address": bus_address(gpu.group(1)), "name": None, "performance_state": None,
-                       "generation": {"max": None, "current": None}, "width": {"max": None, "current": None}}
+                       "generation": {"max": None, "current": None, "device_max": None},
+                       "width": {"max": None, "current": None}}
             gpus.append(current)
             path = []
             continue
@@ -72,35 +74,35 @@ def parse_smi_query(text):
             current["name"] = value[:80]
         elif key == "Performance State" and re.match(r"^P\d{1,2}$", value):
             current["performance_state"] = int(value[1:])
-        elif sections[-1:] == ["PCIe Generation"] and key in ("Max", "Current"):
-            current["generation"][key.lower()] = _int(value)
+        elif sections[-1:] == ["PCIe Generation"] and key in ("Max", "Current", "Device Max"):
+            current["generation"][key.lower().replace(" ", "_")] = _int(value)
         elif sections[-1:] == ["Link Width"] and key in ("Max", "Current"):
             current["width"][key.lower()] = _int(value)
     return gpus
 
 
-_SPACES = re.compile(r"\s{2,}|(?<=\S)\s(?=(?:X|NV\d+|SYS|NODE|PHB|PXB|PIX)\b)")
-_DEVICE = re.compile(r"^(?:GPU\d{1,3}|NIC\d{1,3}|mlx\d?_\w{1,20})$")
+_SPACES = re.compile(r"\s{2,}|(?<=\S)\s(?=(?:X|NV\d+|SYS|SOC|NODE|PHB|PXB|PIX)\b)")
+_NAME = re.compile(r"^[A-Za-z][\w.-]{0,40}$")
+_TRAILING = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 
 
 def _cells(line):
-    """The cells of a matrix line: tab-separated as nvidia-smi prints, else runs of two or more spaces (a post that
-    turned the tabs into spaces)."""
+    """The cells of a matrix line: tab-separated as nvidia-smi prints them (empty cells kept in place), else runs of
+    two or more spaces (a post that turned the tabs into spaces)."""
     if "\t" in line:
-        parts = line.split("\t")
-    else:
-        parts = _SPACES.split(line.strip())
-    return [c.strip() for c in parts if c.strip()]
+        return [c.strip() for c in line.split("\t")]
+    return [c.strip() for c in _SPACES.split(line.strip()) if c.strip()]
 
 
 def _relation(cell):
-    return cell in _RELATIONS or bool(_NV.match(cell))
+    return cell in _RELATIONS or cell == "SOC" or bool(_NV.match(cell))
 
 
 def parse_topo_matrix(text):
     """``nvidia-smi topo -m``: {"columns": [GPU0, ..., NIC0, ...], "rows": {GPU0: {column: relation}},
     "cpu_affinity": {GPU0: text}, "numa_affinity": {GPU0: text}, "nic_legend": {NIC0: "mlx5_0"}}. Relations are
-    X, NV#, PIX, PXB, PHB, NODE, SYS (and PXN); an odd cell is left out."""
+    X, NV#, PIX, PXB, PHB, NODE, SYS (SOC, the older drivers' word, as SYS) and PXN; an odd cell is left out. The
+    columns are the header's, by position, up to "CPU Affinity" (older drivers name RDMA devices there)."""
     out = {"columns": [], "rows": {}, "cpu_affinity": {}, "numa_affinity": {}, "nic_legend": {}}
     for raw in (text or "").splitlines()[:MAX_LINES]:
         line = _clean(raw)
@@ -110,21 +112,33 @@ def parse_topo_matrix(text):
             out["nic_legend"][legend.group(1)] = legend.group(2)
             continue
         cells = _cells(line)
-        if not cells or not _DEVICE.match(cells[0]):
+        named = [c for c in cells if c]
+        if not named:
             continue
-        if len(cells) == 1 or _DEVICE.match(cells[1]):  # the header: device names, then "CPU Affinity", ...
+        if re.match(r"^GPU\d{1,3}$", named[0]) and not any(_relation(c) for c in named):
+            # the header: device names, then "CPU Affinity", "NUMA Affinity", "GPU NUMA ID"
             if not out["rows"]:
-                out["columns"] = [c for c in cells if _DEVICE.match(c)][:MAX_DEVICES]
+                header = (cells[1:] if cells and cells[0] == "" else cells) if "\t" in line else named
+                columns = []
+                for cell in header:
+                    if cell in _TRAILING or cell.startswith("CPU Affinity") or not _NAME.match(cell):
+                        break
+                    columns.append(cell)
+                out["columns"] = columns[:MAX_DEVICES]
             continue
-        if not out["columns"] or not _relation(cells[1]):
+        if not out["columns"] or named[0] not in out["columns"]:
             continue
-        name, values = cells[0], cells[1:]
-        out["rows"][name] = dict((column, value) for column, value in zip(out["columns"], values)
-                                 if _relation(value))
+        values = cells[1:] if "\t" in line else named[1:]
+        if not values or not _relation(values[0] if values[0] else (values[1] if len(values) > 1 else "")):
+            continue
+        name = named[0]
+        out["rows"][name] = dict((column, "SYS" if value == "SOC" else value)
+                                 for column, value in zip(out["columns"], values) if _relation(value))
         rest = values[len(out["columns"]):]
         if name.startswith("GPU") and rest:
-            out["cpu_affinity"][name] = rest[0][:200]
-            if len(rest) > 1:
+            if rest[0]:
+                out["cpu_affinity"][name] = rest[0][:200]
+            if len(rest) > 1 and rest[1]:
                 out["numa_affinity"][name] = rest[1][:40]
         if len(out["rows"]) >= MAX_DEVICES:
             break

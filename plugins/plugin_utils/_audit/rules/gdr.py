@@ -34,7 +34,15 @@ def gdr_peermem(ctx):
     if not (modules.get("nvidia_peermem") or modules.get("nv_peer_mem")):
         dmabuf, why = dmabuf_state(ctx.facts)
         if dmabuf:
-            return  # DMA-BUF carries GPUDirect RDMA without a peer-memory module
+            # likely DMA-BUF, unconfirmed by the files: NCCL 2.13+, CUDA 11.7+ and an RDMA stack with
+            # ibv_reg_dmabuf_mr are needed too (NCCL's "DMA-BUF is available" line says so for a run)
+            ctx.finding("nvidia_peermem", "no peer-memory module: GPUDirect RDMA relies on DMA-BUF (kernel %s, the open "
+                        "GPU kernel module %s), which also needs NCCL 2.13+, CUDA 11.7+ and an RDMA stack with "
+                        "dma-buf support; NCCL_DEBUG=INFO prints \"DMA-BUF is available\" where it works" % (
+                            (ctx.facts.get("gpudirect") or {}).get("kernel_release"),
+                            ((ctx.facts.get("gpudirect") or {}).get("nvidia_driver") or {}).get("version")),
+                        {"dmabuf": (ctx.facts.get("gpudirect") or {}).get("dmabuf")}, severity="info")
+            return
         ctx.finding("nvidia_peermem", "neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF %s" % why,
                     {"nvidia_peermem": modules.get("nvidia_peermem"), "nv_peer_mem": modules.get("nv_peer_mem"),
                      "dmabuf": (ctx.facts.get("gpudirect") or {}).get("dmabuf")})
@@ -139,31 +147,37 @@ def gdr_iommu(ctx):
         raise NotApplicable("no IOMMU group types in these facts (no IOMMU, or a capture without "
                             "/sys/kernel/iommu_groups)")
     options = ((ctx.facts.get("gpudirect") or {}).get("iommu") or {}).get("options") or {}
-    translated = {}
+    translated, judged = {}, 0
     for gpu in ctx.facts["gpus"]:
-        devices = [gpu["address"]] + [n["nic"] for n in gpu.get("nearest_nics") or [] if n["type"] in ("PIX", "PXB")]
-        for address in devices:
+        nics = [n["nic"] for n in gpu.get("nearest_nics") or [] if n["type"] in ("PIX", "PXB")]
+        if not nics:
+            continue  # no NIC beside it: NCCL does not use GPUDirect RDMA through the CPU by default
+        judged += 1
+        for address in [gpu["address"]] + nics:
             iommu = (pci.get(address) or {}).get("iommu") or {}
             if iommu.get("type") in IOMMU_TRANSLATING:
                 translated[address] = iommu
+    if not judged:
+        raise NotApplicable("no GPU shares a PCIe switch with a NIC")
     if translated:  # one host setting: one finding, the devices in its evidence
-        gpus = sorted(g["address"] for g in ctx.facts["gpus"] if g["address"] in translated)
-        ctx.finding("iommu", "the IOMMU translates DMA of %d GPU(s) and the NICs beside them (%s): %s%s; kernel "
-                    "options %s" % (len(gpus), ", ".join(sorted(set(i["type"] for i in translated.values()))),
-                                    ", ".join(gpus[:4]), " and %d more" % (len(gpus) - 4) if len(gpus) > 4 else "",
-                                    " ".join("%s=%s" % kv for kv in sorted(options.items())) or "none"),
+        names = sorted(translated)
+        ctx.finding("iommu", "the IOMMU translates DMA of %d of the GPUs and NICs that share a PCIe switch (%s): %s%s; "
+                    "kernel options %s" % (len(names), ", ".join(sorted(set(i["type"] for i in translated.values()))),
+                                           ", ".join(names[:6]), " and %d more" % (len(names) - 6) if len(names) > 6
+                                           else "", " ".join("%s=%s" % kv for kv in sorted(options.items())) or "none"),
                     {"devices": dict(sorted(translated.items())), "kernel_options": options})
 
 
 @host_rule(
-    "GDR-004", "PCIe payload or read request sizes differ between a GPU and its NIC", "info",
+    "GDR-004", "PCIe payload sizes differ between a GPU and its NIC, or the NIC's relaxed ordering is off", "info",
     """Peer-to-peer packets between a GPU and the NIC beside it are cut to the smaller Max Payload Size of the two,
-    and a NIC's small Max Read Request Size or relaxed ordering turned off limits how fast it reads GPU memory
-    (NCCL asks for relaxed ordering where the NIC has it: "[RO]" in its NET/IB line). Usually firmware defaults;
-    worth knowing where GPUDirect RDMA is slower than the link.""",
+    and a NIC with relaxed ordering turned off serialises its writes to GPU memory (NCCL asks for relaxed ordering
+    where the NIC has it: "[RO]" in its NET/IB line). Usually firmware defaults; worth knowing where GPUDirect RDMA is
+    slower than the link. Each GPU's and NIC's Max Read Request Size is in the evidence.""",
     """Compare `lspci -vvv` DevCtl of the GPU, the NIC and the switch ports between them; set the BIOS's PCIe
-    payload and read request options alike, and enable relaxed ordering on the NIC where the platform supports it
-    (mlxconfig PCI_WR_ORDERING / the BIOS).""")
+    payload options alike. Relaxed ordering: enable it on the NIC where the platform supports it (the BIOS, mlxconfig
+    PCI_WR_ORDERING); the kernel turns it off on purpose behind root ports known to mishandle it (some older Xeon
+    generations), and there it stays off.""")
 def gdr_payload(ctx):
     if not ctx.expect.get("rdma"):
         raise NotApplicable("RDMA not intended (fabric_expectations.rdma is false)")
@@ -178,7 +192,7 @@ def gdr_payload(ctx):
                 continue
             judged += 1
             odd = []
-            if mine["mps"] != theirs["mps"]:
+            if mine["mps"] and theirs["mps"] and mine["mps"] != theirs["mps"]:
                 odd.append("Max Payload Size %s (GPU) vs %s (NIC)" % (mine["mps"], theirs["mps"]))
             if theirs["relaxed_ordering"] is False:
                 odd.append("relaxed ordering off on the NIC")

@@ -41,8 +41,8 @@ def parse_release(text):
 
 def parse_nvidia_version(text):
     """{"version", "open_module", "line"} from /proc/driver/nvidia/version, or None."""
-    for line in (text or "").splitlines()[:20]:
-        match = _NVIDIA.search(line)
+    for line in (text or "")[:8192].splitlines()[:20]:
+        match = _NVIDIA.search(line[:512])
         if match:
             return {"version": match.group(2), "open_module": "Open Kernel Module" in match.group(1),
                     "line": line.strip()[:200]}
@@ -58,7 +58,8 @@ class KernelMixin:
         release = self.read(self.path("proc/sys/kernel/osrelease"), quiet=True)
         nvidia = self.read(self.path("proc/driver/nvidia/version"), quiet=True)
         groups_dir = self.path("sys/kernel/iommu_groups")
-        groups = len([n for n in self.listdir(groups_dir) if n.isdigit()]) if os.path.isdir(groups_dir) else None
+        groups = len([n for n in self.listdir(groups_dir) if re.match(r"^[0-9]{1,6}$", n)]) \
+            if os.path.isdir(groups_dir) else None
         self.topo.kernel = {
             "release": release[:80] if release else None,
             "cmdline_read": cmdline is not None,

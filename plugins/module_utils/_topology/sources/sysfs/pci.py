@@ -215,7 +215,7 @@ class PciMixin:
         bridge = dev.class_code is not None and dev.class_code >> 8 == 0x0604
         if "config" in files and (bridge or (dev.class_code or 0) >> 16 in CONTROL_CLASSES):
             # extended space (ACS) needs root on a live system, the capability list past 64 bytes too
-            data = self.read_bytes(prefix + "config", regular=True, limit=4096)
+            data = self.read_bytes(prefix + "config", regular=True, limit=4096 if bridge else 256)
             if bridge:
                 dev.acs_readable, dev.acs_control = parse_acs_control(data) if data is not None else (False, None)
             dev.pcie_control = parse_pcie_control(data) if data is not None else None
@@ -226,7 +226,7 @@ class PciMixin:
     def _iommu(self, link):
         """(group, default domain type) of a device's iommu_group link."""
         name = self.link_name(link)
-        if not name or not name.isdigit() or len(name) > 6:
+        if not name or not re.match(r"^[0-9]{1,6}$", name):
             if name is not None:
                 self.warn("%s: links to %r, not an IOMMU group number" % (link, short_text(name)))
             return None, None
@@ -261,7 +261,8 @@ PCI_CAP_EXP = 0x10
 # Classes whose PCI Express control is read: network (0x02), display (0x03: GPUs), processing accelerators (0x12).
 CONTROL_CLASSES = (0x02, 0x03, 0x12)
 # The default domain types the kernel writes to /sys/kernel/iommu_groups/N/type.
-IOMMU_TYPES = ("identity", "DMA", "DMA-FQ", "unmanaged", "blocked", "auto")
+# "unknown": a group without a default domain (POWER, s390, platform domains); "auto" is only ever written.
+IOMMU_TYPES = ("identity", "DMA", "DMA-FQ", "unmanaged", "blocked", "unknown")
 
 
 def parse_pcie_control(config):
@@ -278,10 +279,12 @@ def parse_pcie_control(config):
         return None
     offset, seen = config[0x34] & 0xFC, set()
     while offset >= 0x40 and offset not in seen:
-        if offset + 0x0C > len(config):
+        if offset + 2 > len(config):
             return unread
         seen.add(offset)
         if config[offset] == PCI_CAP_EXP:
+            if offset + 0x0C > len(config):
+                return unread
             devcap = int.from_bytes(config[offset + 4:offset + 8], "little")
             devctl = int.from_bytes(config[offset + 8:offset + 10], "little")
             sizes = [devcap & 0x7, (devctl >> 5) & 0x7, (devctl >> 12) & 0x7]

@@ -135,3 +135,27 @@ def test_captures_without_them_read_as_unknown(roots):
     # the capture kept 64 bytes of config space per function: the PCI Express capability is past them
     nic = [p for p in facts["pci"] if p["address"] == "0000:02:00.0"][0]
     assert nic["pcie_control"]["readable"] is False
+
+
+def test_odd_iommu_links_types_and_short_capabilities(roots, tmp_path):
+    import shutil
+    tree = str(tmp_path / "node")
+    shutil.copytree(roots["dgx8"], tree, symlinks=True)
+    gpu = [os.path.join(d, "iommu_group") for d, _dirs, files in os.walk(os.path.join(tree, "sys", "devices"))
+           if d.endswith("0000:15:00.0")][0]
+    os.unlink(gpu)
+    os.symlink("../../../../../../kernel/iommu_groups/\u00b2", gpu)  # a digit int() refuses
+    with open(os.path.join(tree, "sys", "kernel", "iommu_groups", "12", "type"), "w") as handle:
+        handle.write("unknown\n")  # a group without a default domain
+    with open(os.path.join(tree, "sys", "kernel", "iommu_groups", "11", "type"), "w") as handle:
+        handle.write("DMA-FQ\n")  # mlx5_0's
+    facts = gather(root=tree)
+    pci = dict((p["address"], p) for p in facts["pci"])
+    assert pci["0000:15:00.0"]["iommu"] is None
+    assert any("not an IOMMU group number" in w for w in facts["warnings"])
+    assert not any("not a domain type" in w for w in facts["warnings"])
+    assert facts["gpudirect"]["iommu"]["mode"] == "mixed"  # one data device translated, the rest identity
+    # a short capability at the end of the 256 bytes: no PCI Express capability, not "unreadable"
+    config = bytearray(256)
+    config[6], config[0x34], config[0xFC], config[0xFD] = 0x10, 0xFC, 0x05, 0x00
+    assert parse_pcie_control(bytes(config)) is None

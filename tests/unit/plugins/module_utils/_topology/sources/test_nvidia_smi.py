@@ -19,7 +19,7 @@ def text(name, filename):
 def test_query_of_an_idle_gpu_that_dropped_its_link():
     gpus = parse_smi_query(text("q-l4-idle-gen1-x8-thamada", "nvidia-smi-q.txt"))
     assert gpus == [{"address": "0000:01:00.0", "name": "NVIDIA L4", "performance_state": 8,
-                     "generation": {"max": 4, "current": 1}, "width": {"max": 16, "current": 8}}]
+                     "generation": {"max": 4, "current": 1, "device_max": 4}, "width": {"max": 16, "current": 8}}]
 
 
 def test_query_of_a_cloud_gpu_in_an_x8_slot_and_of_eight_gpus():
@@ -27,7 +27,8 @@ def test_query_of_a_cloud_gpu_in_an_x8_slot_and_of_eight_gpus():
     assert a10g["address"] == "0000:00:1e.0" and a10g["width"] == {"max": 16, "current": 8}
     eight = parse_smi_query(text("q-a100-sxm4-40gb-8gpu-hostmax3-xuesongtap", "nvidia-smi-q.txt"))
     assert len(eight) == 8 and eight[0]["address"] == "0000:2f:00.0"
-    assert all(g["generation"] == {"max": 4, "current": 4} and g["performance_state"] == 0 for g in eight)
+    assert all(g["generation"]["max"] == 4 and g["generation"]["current"] == 4 and g["performance_state"] == 0
+               for g in eight)
     [h800] = parse_smi_query(text("q-h800-gpu0-of-8-gen5-llm-action", "nvidia-smi-q.txt"))
     assert h800["generation"]["max"] == 5
 
@@ -52,6 +53,18 @@ def test_topology_matrices_of_older_drivers_and_spaces_for_tabs():
                                    "NIC1": "SYS"}
     bonded = parse_topo_matrix(text("topo-a100-8gpu-17nic-bond-xuesongtap", "topo-m.txt"))
     assert len([c for c in bonded["columns"] if c.startswith("NIC")]) == 17
+
+
+def test_matrix_variants_of_other_drivers():
+    # HAND-WRITTEN in topo -m's tab layout: one GPU and no NIC (the one-GPU machine); an older driver's SOC and an
+    # RDMA device column that is no mlx; an empty CPU Affinity cell kept in its place
+    one = parse_topo_matrix("\tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \t0-15\t0\t\tN/A\n")
+    assert one["rows"] == {"GPU0": {"GPU0": "X"}} and one["numa_affinity"] == {"GPU0": "0"}
+    old = parse_topo_matrix("\tGPU0\tGPU1\tbnxt_re0\tCPU Affinity\nGPU0\t X \tSOC\tPXB\t0-7\n")
+    assert old["rows"]["GPU0"] == {"GPU0": "X", "GPU1": "SYS", "bnxt_re0": "PXB"}
+    assert old["cpu_affinity"] == {"GPU0": "0-7"}
+    empty = parse_topo_matrix("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tPIX\t\t1\n")
+    assert empty["cpu_affinity"] == {} and empty["numa_affinity"] == {"GPU0": "1"}
 
 
 def test_odd_input_never_raises():

@@ -201,9 +201,11 @@ def test_gdr_001_only_when_rdma_intended(broken):
 def test_gdr_001_names_why_dmabuf_cannot_stand_in(broken, healthy):
     finding = of(run(broken, DGX_EXPECT)[0], "GDR-001")[0]
     assert "needs the open GPU kernel module (driver 535.183.01" in finding["message"]
-    # the healthy node without peermem: DMA-BUF (kernel 6.8, the open module) carries GPUDirect RDMA
+    # the healthy node without peermem: DMA-BUF (kernel 6.8, the open module) likely carries GPUDirect RDMA, which
+    # the files alone cannot confirm: information, not a failure
     no_peermem = dict(healthy, kernel_modules=dict(healthy["kernel_modules"], nvidia_peermem=False))
-    assert run(no_peermem, DGX_EXPECT)[1]["GDR-001"] == ("pass", None)
+    [likely] = of(run(no_peermem, DGX_EXPECT)[0], "GDR-001")
+    assert likely["severity"] == "info" and "relies on DMA-BUF (kernel 6.8.0-45-generic" in likely["message"]
     off = dict(no_peermem, nccl={"present": True, "path": "/etc/nccl.conf", "values": {"NCCL_DMABUF_ENABLE": "0"}})
     assert "NCCL_DMABUF_ENABLE=0" in of(run(off, DGX_EXPECT)[0], "GDR-001")[0]["message"]
 
@@ -211,7 +213,7 @@ def test_gdr_001_names_why_dmabuf_cannot_stand_in(broken, healthy):
 def test_gdr_003_iommu_translating_and_passthrough(broken, healthy):
     findings = of(run(broken, DGX_EXPECT)[0], "GDR-003")
     assert [f["subject"] for f in findings] == ["iommu"]
-    assert "8 GPU(s)" in findings[0]["message"] and "(DMA-FQ)" in findings[0]["message"]
+    assert "15 of the GPUs and NICs" in findings[0]["message"] and "(DMA-FQ)" in findings[0]["message"]
     assert "intel_iommu=on" in findings[0]["message"] and len(findings[0]["evidence"]["devices"]) == 15  # mlx5_1 serves two GPUs
     assert run(healthy, DGX_EXPECT)[1]["GDR-003"] == ("pass", None)  # identity domains (iommu=pt)
 
