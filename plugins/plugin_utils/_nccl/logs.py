@@ -140,7 +140,7 @@ def read_log(path):
 
 
 def _dump(entry, path):
-    """An NCCL topology dump read into facts; as posted or logged, it may be an excerpt (xmlfile.load_xml)."""
+    """An NCCL topology dump read into facts; as posted or logged, it may be an excerpt (xmlfile.load_xml_excerpt)."""
     from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import build_facts, resolve_subsets
     from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import classify_devices
     from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ncclxml import (

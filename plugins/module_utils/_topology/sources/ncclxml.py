@@ -18,7 +18,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie impor
     normalize_pci_address, parse_link_speed, parse_link_width,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.xmlfile import (
-    _add_pci, _hex_or_none, _mask_to_cpus, _MAX_SHOWN, _note_dropped, _Notes, _shown, _small_int, load_xml,
+    _add_pci, _hex_or_none, _mask_to_cpus, _MAX_SHOWN, _note_dropped, _Notes, _shown, _small_int, load_xml, load_xml_excerpt,
     MAX_NUMA_NODES, MAX_PLAUSIBLE_GTS, MAX_PLAUSIBLE_MBPS,
 )
 
@@ -34,9 +34,9 @@ def read_nccl_xml(path, excerpt=False):
     so the links read here are maxima; current links stay unknown. NCCL climbs sysfs two
     levels at a time, so each ``<pci>`` bridge element is one PCIe switch (its upstream port)
     and a ``<pci>`` nested in another is a switch below a switch, never a downstream port.
-    ``excerpt``: a dump as posted or logged, possibly cut short (xmlfile.load_xml); the cut is a warning.
+    ``excerpt``: a dump as posted or logged, possibly cut short (xmlfile.load_xml_excerpt); the cut is a warning.
     """
-    root, truncated = load_xml(path, "system", True) if excerpt else (load_xml(path, "system"), False)
+    root, truncated = load_xml_excerpt(path, "system") if excerpt else (load_xml(path, "system"), False)
     topo = Topology(source="nccl_xml", root_ports_omitted=True)
     note = _Notes(topo, path)
     if truncated:

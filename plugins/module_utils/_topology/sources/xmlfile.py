@@ -160,22 +160,29 @@ def parse_xml_bytes(data, path, excerpt=False):
     return (root, False) if excerpt else root
 
 
-def load_xml(path, expected_root, excerpt=False):
-    """Read and parse an XML file; any problem becomes a TopologyError naming the path. ``excerpt``: the document
-    may be an excerpt, with lines before its root element (a shell prompt, a ``cat`` command) and an early end;
-    then (root, whether it stopped early) is returned (see parse_xml_bytes)."""
+def load_xml(path, expected_root):
+    """Read and parse an XML file; any problem becomes a TopologyError naming the path."""
+    return _load(path, expected_root, False)[0]
+
+
+def load_xml_excerpt(path, expected_root):
+    """(root, whether it stopped early) of an XML document that may be an excerpt: lines before its root element
+    (a shell prompt, a ``cat`` command) and an early end (see parse_xml_bytes)."""
+    return _load(path, expected_root, True)
+
+
+def _load(path, expected_root, excerpt):
     data = _read_bounded(path)
     if excerpt:
         start = data.find(b"<" + expected_root.encode("ascii"))
         data = data[start:] if start > 0 else data
     if not data.strip():
         raise TopologyError("%s: malformed XML (empty file)" % path)
-    parsed = parse_xml_bytes(data, path, excerpt)
-    root = parsed[0] if excerpt else parsed
+    root, truncated = parse_xml_bytes(data, path, excerpt=True) if excerpt else (parse_xml_bytes(data, path), False)
     if root.tag != expected_root:
         tag = root.tag if len(root.tag) <= _MAX_SHOWN else root.tag[:_MAX_SHOWN] + "..."
         raise TopologyError("%s: root element is <%s>, expected <%s>" % (path, tag, expected_root))
-    return parsed
+    return root, truncated
 
 
 class _Notes:

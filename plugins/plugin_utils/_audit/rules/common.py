@@ -17,6 +17,12 @@ def _gbps(mbps):
     return mbps / 1000.0 if mbps else None
 
 
+def active_rdma_ports(facts):
+    """The RDMA ports in state ACTIVE, as "device:port", sorted."""
+    return sorted("%s:%s" % (d["name"], p["port"]) for d in facts.get("rdma") or []
+                  for p in d.get("ports") or [] if p.get("state") == "ACTIVE")
+
+
 def _ports_of(facts, device):
     """The NIC facts of the ports a device's traffic leaves on, by name: a VLAN's parent's, a bond's members, or
     the device itself (virtual ports too: a veth has LLDP neighbours)."""

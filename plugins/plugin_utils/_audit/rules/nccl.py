@@ -11,6 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import ifname_matches
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import active_rdma_ports
 
 # ---- NCCL ---------------------------------------------------------------------------------------------
 
@@ -78,8 +79,7 @@ def nccl_transport(ctx):
     if mode not in ("tcp", "rdma"):
         raise NotApplicable("fabric_nccl_mode is not set for this host")
     disabled = conf["values"].get("NCCL_IB_DISABLE", "0").strip() == "1"
-    active = sorted("%s:%s" % (d["name"], p["port"]) for d in ctx.facts.get("rdma") or []
-                    for p in d.get("ports") or [] if p.get("state") == "ACTIVE")
+    active = active_rdma_ports(ctx.facts)
     evidence = {"fabric_nccl_mode": mode, "NCCL_IB_DISABLE": conf["values"].get("NCCL_IB_DISABLE"),
                 "active_rdma_ports": active}
     if mode == "rdma" and disabled:

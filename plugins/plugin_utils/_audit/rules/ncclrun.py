@@ -15,6 +15,7 @@ import re
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import host_view
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import path_rank
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import active_rdma_ports
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.gdr import (
     IOMMU_TRANSLATING, dmabuf_state, p2p_bridges,
 )
@@ -82,8 +83,16 @@ def nccl_dumps(expect):
     return found
 
 
+def _logs(ctx):
+    """nccl_logs of the context's host, read into views once for all the host's rules (a view merges its sections:
+    no rule needs it done again)."""
+    if "_nccl_logs" not in ctx.__dict__:
+        ctx._nccl_logs = nccl_logs(ctx.host, ctx.observed)
+    return ctx._nccl_logs
+
+
 def _views(ctx):
-    views = [(s, v) for s, v, _why in nccl_logs(ctx.host, ctx.observed) if v is not None]
+    views = [(s, v) for s, v, _why in _logs(ctx) if v is not None]
     if not views:
         raise NotApplicable("no NCCL log of this host (fabric_nccl_logs, or the nccl-tests probe)")
     return views
@@ -161,8 +170,7 @@ def nccl_socket_fallback(ctx):
     mode = ctx.expect.get("nccl_mode")
     if mode == "tcp":
         raise NotApplicable("fabric_nccl_mode is tcp: sockets are intended")
-    active = sorted("%s:%s" % (d["name"], p["port"]) for d in ctx.facts.get("rdma") or []
-                    for p in d.get("ports") or [] if p.get("state") == "ACTIVE")
+    active = active_rdma_ports(ctx.facts)
     wanted = mode == "rdma" or ctx.expect.get("rdma")
     if not active and not wanted:
         raise NotApplicable("no active RDMA port and RDMA not intended: sockets are NCCL's only network here")
@@ -466,7 +474,7 @@ def _spread(values):
     """Run the job with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH (NCCL_DEBUG_FILE=/path/nccl.%h.%p
     writes one file per process) and point fabric_nccl_logs at this host's files.""")
 def nccl_unusable_logs(ctx):
-    logs = nccl_logs(ctx.host, ctx.observed)
+    logs = _logs(ctx)
     if not logs:
         raise NotApplicable("no NCCL log of this host (fabric_nccl_logs, or the nccl-tests probe)")
     usable = any(view is not None for _s, view, _w in logs)
