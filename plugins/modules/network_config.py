@@ -42,7 +42,10 @@ options:
       - C(gathered) returns the owned files present on the node and, in RV(intent), what they configure in the
         intent's shape (C(fabric_networks), C(fabric_bonds), C(fabric_attachments), C(fabric_addresses) for this
         host); touches nothing. Fed back as the inventory's intent, it renders the same files (no change).
-      - C(confirmed) disarms the rollback timer of the last change and drops its backup.
+      - C(confirmed) disarms the rollback timer of the last change and drops its backup, once that change has been
+        applied and has run for O(settle) seconds; until then it returns RV(pending) and disarms nothing, so the
+        caller asks again over a new round trip (the role retries every 2 s). A confirmation that was under way
+        when the change cut the path therefore never disarms the timer.
     type: str
     choices: [merged, replaced, rendered, gathered, confirmed]
     default: merged
@@ -72,6 +75,12 @@ options:
     description: Seconds the backend's apply may take before the module gives up and fails.
     type: int
     default: 120
+  settle:
+    description:
+      - With O(state=confirmed), how many seconds the applied change must have run before a confirmation counts
+        (backends finish some of their work after their apply command returns, as networkd's DHCP release).
+    type: int
+    default: 5
   rollback_timeout:
     description:
       - Before applying, arm a timer on the node (a transient systemd timer) that puts the previous files back and
@@ -151,6 +160,11 @@ nm_checkpoint:
   returned: always
   type: str
   sample: /org/freedesktop/NetworkManager/Checkpoint/1
+pending:
+  description: With O(state=confirmed), true while the change is still being applied or has not yet run for
+    O(settle) seconds; nothing was disarmed, ask again.
+  returned: when state is confirmed
+  type: bool
 applied:
   description: The backend commands run to apply the change, with their return codes.
   returned: always
@@ -181,6 +195,7 @@ ARGUMENT_SPEC = dict(
     root=dict(type="path", default="/"),
     apply=dict(type="bool", default=True),
     apply_timeout=dict(type="int", default=120),
+    settle=dict(type="int", default=5),
     rollback_timeout=dict(type="int", default=180),
     interfaces=dict(type="list", elements="str", default=[]),
     allow_management=dict(type="bool", default=False),
@@ -297,7 +312,9 @@ def main():
     if params["state"] == "gathered":
         module.exit_json(**gathered(module, root, backend))
     if params["state"] == "confirmed":
-        module.exit_json(**confirm(module, root, params["apply_timeout"]))
+        if params["settle"] < 0:
+            module.fail_json(msg="settle: %d is below 0" % params["settle"])
+        module.exit_json(**confirm(module, root, params["settle"]))
     wanted = wanted_files(module, backend, params["rendered"] or {})
     if params["state"] == "rendered":
         module.exit_json(changed=False, backend=backend, files=wanted, diff_text="")

@@ -195,16 +195,31 @@ def defer_apply(module, commands, timeout):
     return [{"command": c, "deferred": True} for c in commands]
 
 
-def confirm(module, root, timeout):
-    """Wait for a deferred apply, then disarm the rollback timer; report a rollback that already happened."""
+def confirm(module, root, settle):
+    """Disarm the rollback timer once the deferred apply has run for ``settle`` seconds before this call began;
+    report a rollback that already happened.
+
+    Never waits for the apply: a call that arrives earlier answers ``pending`` and disarms nothing, and the caller
+    asks again over a new round trip. So the timer is only ever disarmed by a round trip that reached the node
+    over the changed network, never by one already under way when the change cut the path (its answer lost, the
+    node would otherwise stay cut off).
+    """
+    started = time.time()
     marker = os.path.join(ROLLBACK_DIR, "rolled-back")
     applied_marker = os.path.join(ROLLBACK_DIR, "applied")
     if not os.path.isdir(ROLLBACK_DIR):
-        return dict(changed=False, rolled_back=False, disarmed=False, msg="nothing to confirm")
-    deadline = time.time() + timeout
-    while not os.path.exists(applied_marker) and not os.path.exists(marker) and time.time() < deadline:
-        time.sleep(1)
+        return dict(changed=False, rolled_back=False, disarmed=False, pending=False, msg="nothing to confirm")
     rolled_back = os.path.exists(marker)
+    if not rolled_back:
+        try:
+            applied_for = started - os.stat(applied_marker).st_mtime
+        except OSError:
+            return dict(changed=False, rolled_back=False, disarmed=False, pending=True,
+                        msg="the change is still being applied; the rollback timer stays armed")
+        if applied_for < settle:
+            return dict(changed=False, rolled_back=False, disarmed=False, pending=True,
+                        msg="the change was applied %.0f s ago; it is confirmed once it has run %d s"
+                        % (max(applied_for, 0), settle))
     stopped = False
     checkpoint = armed_checkpoint()
     if root == "/" and not module.check_mode and not rolled_back and module.get_bin_path("systemctl"):
@@ -230,4 +245,5 @@ def confirm(module, root, timeout):
                          "time" % when, rolled_back=True)
     if os.path.isdir(ROLLBACK_DIR) and not module.check_mode:
         shutil.rmtree(ROLLBACK_DIR)
-    return dict(changed=False, rolled_back=False, disarmed=stopped, apply_rc=apply_rc, nm_checkpoint=checkpoint)
+    return dict(changed=False, rolled_back=False, disarmed=stopped, pending=False, apply_rc=apply_rc,
+                nm_checkpoint=checkpoint)
