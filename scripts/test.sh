@@ -7,7 +7,7 @@ bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
 
 echo "== pytest"
-python -m pytest tests
+python -m pytest tests --durations=25
 echo "== ansible-test sanity"
 bash scripts/sanity.sh
 echo "== ansible-lint (production profile)"

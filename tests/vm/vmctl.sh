@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 VM=${GPUOPS_VM_DIR:-$PWD/.cache/vm}
 mkdir -p "$VM"
 
-IMAGE_VERSION=7  # bump when the image recipe changes
+IMAGE_VERSION=8  # bump when the image recipe changes
 
 build() {
   if [ -f "$VM/base.img" ] && [ -f "$VM/id_ed25519" ] && [ "$(cat "$VM/image-version" 2>/dev/null)" = "$IMAGE_VERSION" ]; then
@@ -21,7 +21,7 @@ build() {
   fi
   rm -rf "$VM/rootfs"
   mmdebstrap --variant=minbase --include=systemd-sysv,udev,dbus,openssh-server,python3,iproute2,netplan.io,\
-linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps,network-manager,iperf3,lldpd bookworm "$VM/rootfs" >"$VM/mmdebstrap.log" 2>&1
+linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps,network-manager,iperf3,lldpd,pciutils bookworm "$VM/rootfs" >"$VM/mmdebstrap.log" 2>&1
   [ -f "$VM/id_ed25519" ] || ssh-keygen -q -t ed25519 -N "" -f "$VM/id_ed25519"
   local r="$VM/rootfs"
   install -d -m 700 "$r/root/.ssh"
@@ -88,13 +88,17 @@ start() {
   esac
   build
   for n in 1 2; do
+    # A PCI Express root port with a virtio device behind it (real config space: the PCIe and ACS capabilities);
+    # vm2 also gets an emulated Intel IOMMU and intel_iommu=on (IOMMU groups with a DMA domain), vm1 none.
+    local iommu=() cmdline=""
+    if [ "$n" = 2 ]; then iommu=(-device intel-iommu); cmdline=" intel_iommu=on"; fi
     stop_one "$n"
     rm -f "$VM/vm$n.qcow2"
     qemu-img create -q -f qcow2 -F raw -b "$VM/base.img" "$VM/vm$n.qcow2"
     if [ "$n" = 1 ]; then mode=listen; else mode=connect; fi
     qemu-system-x86_64 -machine q35 -accel tcg,tb-size=256 -cpu max -smp 1 -m 512 \
       -kernel "$VM/vmlinuz" -initrd "$VM/initrd.img" \
-      -append "root=/dev/vda rw console=ttyS0 systemd.hostname=vm$n net.ifnames=1$extra" \
+      -append "root=/dev/vda rw console=ttyS0 systemd.hostname=vm$n net.ifnames=1$extra$cmdline" "${iommu[@]}" \
       -drive "file=$VM/vm$n.qcow2,if=virtio,format=qcow2" \
       -netdev "user,id=m,hostfwd=tcp:127.0.0.1:222$n-:22" \
       -device "virtio-net-pci,netdev=m,addr=0x3,mac=52:54:00:00:00:1$n" \
@@ -102,6 +106,7 @@ start() {
       -device "virtio-net-pci,netdev=d1,addr=0x4,mac=52:54:00:00:01:1$n,speed=100000,duplex=full" \
       -netdev "socket,id=d2,$mode=127.0.0.1:40402" \
       -device "virtio-net-pci,netdev=d2,addr=0x5,mac=52:54:00:00:02:1$n,speed=100000,duplex=full" \
+      -device pcie-root-port,id=rp1,chassis=1,addr=0x6 -device virtio-rng-pci,bus=rp1 \
       -display none -serial "file:$VM/vm$n.console" -monitor "unix:$VM/vm$n.mon,server,nowait" \
       -daemonize -pidfile "$VM/vm$n.pid"
     [ "$n" = 1 ] && sleep 1

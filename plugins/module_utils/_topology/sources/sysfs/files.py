@@ -22,6 +22,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values imp
 
 SYSFS_MAX_BYTES = 65536
 PROCFS_MAX_BYTES = 8 << 20
+READ_CHUNK = 1 << 16
 MAX_WARNINGS = 500
 _OPEN_FLAGS = (os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
                | getattr(os, "O_NOCTTY", 0))
@@ -104,10 +105,12 @@ class SysfsFiles:
                 return None
             # A sysfs attribute (and a file of a capture) comes whole in one read: a short read is the end.
             # procfs files come a record at a time: read them to the end (or past the bound).
+            # Each read asks for at most READ_CHUNK bytes: /proc/sys allocates a kernel buffer of the size asked and
+            # fails with ENOMEM past a few MiB (the bound, 8 MiB, would be refused for a 4-byte osrelease).
             whole = limit != PROCFS_MAX_BYTES
             chunks, size = [], 0
             while size <= limit:
-                asked = limit + 1 - size
+                asked = min(limit + 1 - size, READ_CHUNK)
                 chunk = os.read(fd, asked)
                 if not chunk:
                     break

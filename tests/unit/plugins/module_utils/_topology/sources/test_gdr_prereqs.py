@@ -159,3 +159,13 @@ def test_odd_iommu_links_types_and_short_capabilities(roots, tmp_path):
     config = bytearray(256)
     config[6], config[0x34], config[0xFC], config[0xFD] = 0x10, 0xFC, 0x05, 0x00
     assert parse_pcie_control(bytes(config)) is None
+
+
+def test_the_live_kernel_release_is_read_through_proc_sys():
+    """/proc/sys allocates a kernel buffer of the size a read asks for and refuses a few MiB with ENOMEM: the reader
+    must ask in small chunks, or the kernel release of every live node is lost (this machine's own /proc)."""
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.reader import SysfsReader
+    reader = SysfsReader("/")
+    reader.read_kernel()
+    assert reader.topo.kernel["release"] == os.uname().release
+    assert not [w for w in reader.topo.warnings if "osrelease" in w], reader.topo.warnings
