@@ -39,6 +39,8 @@ options:
         port's name, VLANs, aggregation and frame size among them; without a running lldpd it says "no LLDP agent".
       - C(link_modes) (live node only) adds each physical NIC's supported and advertised link modes and port type
         from ethtool (C(link_modes) in RV(ansible_facts.gpuops_fabric.nics)).
+      - C(counters) are the stability counters (RV(ansible_facts.gpuops_fabric.counters)), totals since boot that the
+        audit turns into rates between two readings.
     type: list
     elements: str
     default: [all]
@@ -276,6 +278,28 @@ ansible_facts:
               C(cmdline_read); C(groups), the number of IOMMU groups; C(domain_types) seen).
           type: dict
           returned: when rdma is gathered
+        counters:
+          description:
+            - Stability counters, totals since boot (sysfs sources; C(null) for XML). C(boot_time) (C(btime) of
+              C(/proc/stat)) and C(uptime_s) (C(/proc/uptime)) say when they were read.
+            - C(interfaces), per physical interface, bond, VLAN and IPoIB port, C(kind), C(carrier_changes),
+              C(carrier_up_count), C(carrier_down_count) and the kernel's C(statistics) (C(rx_packets), C(tx_packets),
+              C(rx_errors), C(tx_errors), C(rx_dropped), C(tx_dropped), C(rx_crc_errors), C(rx_frame_errors),
+              C(rx_fifo_errors), C(rx_missed_errors), C(rx_over_errors), C(rx_length_errors), C(tx_carrier_errors),
+              C(tx_fifo_errors), C(tx_aborted_errors), C(collisions)); C(null) for a counter the kernel lacks.
+            - C(aer), per PCI address of the GPUs, accelerators, NICs and every bridge above them, C(correctable),
+              C(nonfatal) and C(fatal), each C(total) and C(by_type) (the non-zero types, as the kernel names them),
+              and for root ports the C(rootport_*) totals.
+            - C(rdma), per C(device/port), the port's C(counters) and C(hw_counters) that say something about
+              stability (C(link_downed), C(symbol_error), C(port_rcv_errors), C(out_of_sequence), C(np_cnp_sent),
+              ...).
+            - C(tcp), C(in_segs), C(out_segs), C(retrans_segs) and C(in_errs) of C(/proc/net/snmp).
+          type: dict
+          returned: when counters is gathered
+          sample: {boot_time: 1764547200, uptime_s: 86400.0, interfaces: {ens1np0: {kind: physical,
+                   carrier_changes: 2, carrier_up_count: 1, carrier_down_count: 1, rx_crc_errors: 0}},
+                   aer: {"0000:19:00.0": {correctable: {total: 0, by_type: {}}}}, rdma: {},
+                   tcp: {in_segs: 50000000, out_segs: 60000000, retrans_segs: 1200, in_errs: 0}}
         bonds:
           description:
             - Bonds with C(name), C(mode) (kernel name, for example V(802.3ad)), C(miimon), C(xmit_hash_policy),

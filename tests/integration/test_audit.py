@@ -190,13 +190,51 @@ def test_bad_policy_fails_before_any_host_is_contacted(ansible_env, roots, tmp_p
     inventory = write_inventory(
         tmp_path, {"healthy": {"ansible_connection": "local", "fabric_facts_root": roots["dgx8"]}},
         {"fabric_waivers": [{"rule": "PCIE-042", "hosts": "*", "reason": "", "expires": "someday"}],
-         "fabric_nccl_logs": [str(tmp_path / "job" / "nccl.*.log")]})
+         "fabric_nccl_logs": [str(tmp_path / "job" / "nccl.*.log")],
+         "fabric_audit_baseline": str(tmp_path / "last-week" / "report.json")})
     result = playbook(ansible_env, inventory, "-e", "fabric_report_dir=" + str(tmp_path / "r"))
     assert result.returncode != 0
     for message in ("fabric_waivers[0].rule: 'PCIE-042' is not a rule id",
                     "fabric_waivers[0].reason: '' must say why",
                     "fabric_waivers[0].expires: 'someday' is not a date",
-                    "fabric_nccl_logs[0]: '%s' matches no file on the controller" % (tmp_path / "job" / "nccl.*.log")):
+                    "fabric_nccl_logs[0]: '%s' matches no file on the controller" % (tmp_path / "job" / "nccl.*.log"),
+                    "fabric_audit_baseline: '%s' does not exist on the controller"
+                    % (tmp_path / "last-week" / "report.json")):
         assert message in result.stdout, result.stdout[-3000:]
     assert "TASK [Gather topology facts]" not in result.stdout
     assert not os.path.exists(str(tmp_path / "r"))
+
+
+def test_an_audit_against_an_earlier_report(ansible_env, roots, tmp_path):
+    """Two audits of one node, the second with fabric_audit_baseline naming the first's report.json. The node is a
+    copy of the hand-written healthy one; between the audits an hour passes on it (/proc/uptime) and its ens3np0
+    flaps twice and counts CRC errors (its files edited, as the kernel would count)."""
+    import shutil
+    root = str(tmp_path / "node")
+    shutil.copytree(roots["dgx8"], root, symlinks=True)
+    inventory = write_inventory(tmp_path, {"node": {"ansible_connection": "local", "fabric_facts_root": root}})
+    first = playbook(ansible_env, inventory, "-e", "fabric_report_dir=" + str(tmp_path / "first"))
+    assert first.returncode == 0, first.stdout[-3000:]
+    earlier = load(str(tmp_path / "first"))
+    assert earlier["counters"]["node"]["interfaces"]["ens3np0"]["carrier_changes"] == 2
+    assert earlier["outcomes"]["node"]["STAB-001"]["status"] == "not_applicable"
+
+    net = os.path.realpath(os.path.join(root, "sys", "class", "net", "ens3np0"))
+    for name, value in (("carrier_changes", "6"), ("carrier_up_count", "3"), ("carrier_down_count", "3"),
+                        ("statistics/rx_crc_errors", "40")):
+        with open(os.path.join(net, name), "w") as handle:
+            handle.write(value + "\n")
+    with open(os.path.join(root, "proc", "uptime"), "w") as handle:
+        handle.write("90000.00 1440000.00\n")
+    second = playbook(ansible_env, inventory, "-e", "fabric_report_dir=" + str(tmp_path / "second"),
+                      "-e", "fabric_audit_baseline=" + str(tmp_path / "first" / "report.json"),
+                      "-e", "fabric_audit_fail_on=never")
+    assert second.returncode == 0, second.stdout[-3000:]
+    report = load(str(tmp_path / "second"))
+    assert report["baseline"] == [{"path": str(tmp_path / "first" / "report.json"),
+                                   "generated_at": earlier["generated_at"], "hosts": 1, "usable": True}]
+    found = dict(((f["id"], f["subject"]), f) for f in report["findings"] if f["id"].startswith("STAB-"))
+    assert sorted(found) == [("STAB-001", "ens3np0"), ("STAB-002", "ens3np0")]
+    assert found[("STAB-001", "ens3np0")]["evidence"]["per_hour"] == 4.0  # 4 changes in 3600 s
+    assert found[("STAB-002", "ens3np0")]["evidence"]["errors"] == {"rx_crc_errors": 40}
+    assert "[warn] node STAB-001 ens3np0" in second.stdout

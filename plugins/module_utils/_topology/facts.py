@@ -25,7 +25,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sy
 )
 
 SCHEMA_VERSION = 1
-SUBSETS = ("numa", "pci", "gpu", "nic", "rdma", "bond", "vlan", "paths", "nccl", "lldp", "link_modes")
+SUBSETS = ("numa", "pci", "gpu", "nic", "rdma", "bond", "vlan", "paths", "nccl", "lldp", "link_modes", "counters")
 MIN_SUBSETS = ("numa",)
 SOURCES = ("sysfs", "hwloc_xml", "nccl_xml")
 
@@ -44,6 +44,7 @@ _READER_PARTS = {
     "vlan": ("net", "vlan"),
     "paths": ("pci", "net", "rdma"),
     "nccl": (),
+    "counters": ("pci", "net", "rdma", "counters"),
 }
 
 
@@ -198,6 +199,20 @@ def _gpudirect_fact(topo):
     }
 
 
+def _counters_fact(counters):
+    """The stability counters as read (None where the source has none): totals since boot; the audit turns two
+    readings into rates."""
+    if counters is None:
+        return None
+    return {
+        "boot_time": counters["boot_time"], "uptime_s": counters["uptime_s"],
+        "interfaces": dict((n, dict(sorted(v.items()))) for n, v in sorted(counters["interfaces"].items())),
+        "aer": dict((a, dict(sorted(v.items()))) for a, v in sorted(counters["aer"].items())),
+        "rdma": dict((p, dict(sorted(v.items()))) for p, v in sorted(counters["rdma"].items())),
+        "tcp": counters["tcp"],
+    }
+
+
 def _numa_facts(topo):
     nodes = []
     for node in sorted(topo.numa.values(), key=lambda n: n.node_id):
@@ -258,6 +273,8 @@ def build_facts(topo, subsets, nvml_status=None):
         ]
     if "paths" in subsets:
         facts["paths"] = paths
+    if "counters" in subsets:
+        facts["counters"] = _counters_fact(topo.counters)
     facts["warnings"] = list(topo.warnings)
     return facts
 

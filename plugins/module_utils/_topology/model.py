@@ -188,6 +188,9 @@ class Topology:
     # What GPUDirect needs of the kernel and the driver (sources/sysfs/kernel.py): release, IOMMU options of the
     # command line, IOMMU groups present, the NVIDIA driver's version line.
     kernel: Optional[Dict[str, object]] = None
+    # Stability counters (sources/sysfs/counters.py): interfaces, AER, RDMA ports, TCP, boot time; None when the
+    # source has none (XML) or they were not asked for.
+    counters: Optional[Dict[str, object]] = None
     # NCCL's topology files leave root ports out: a bridge right below a <cpu> sits below a root port.
     root_ports_omitted: bool = False
     warnings: List[str] = field(default_factory=list)

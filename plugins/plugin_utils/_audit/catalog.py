@@ -17,7 +17,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
 # Importing a family registers its rules, in this order: the catalog's (and the evaluation's) order is the order of
 # this list, then of the rules in each file. Reports sort findings, outcomes and rules, so it shows nowhere else.
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules import (
-    pcie, numa, net, bond, gdr, drift, nccl, ncclrun, probe, lldp, link,
+    pcie, numa, net, bond, gdr, drift, nccl, ncclrun, probe, lldp, link, stab,
 )
 
-FAMILIES = (pcie, numa, net, bond, gdr, drift, nccl, ncclrun, probe, lldp, link)
+FAMILIES = (pcie, numa, net, bond, gdr, drift, nccl, ncclrun, probe, lldp, link, stab)

@@ -49,8 +49,8 @@ def inventory_rule(rule_id, title, severity, description, remediation):
 
 
 # Keys of a host's audit input that are observations -- what the probes measured, what the network and nccl roles
-# would change, what NCCL logged -- rather than expectations; rules read them as ctx.observed.
-OBSERVATIONS = ("drift", "nccl_drift", "probes", "nccl_logs")
+# would change, what NCCL logged, the counters of an earlier audit -- rather than expectations; rules read them as ctx.observed.
+OBSERVATIONS = ("drift", "nccl_drift", "probes", "nccl_logs", "baseline")
 
 
 def observed(expect, key):

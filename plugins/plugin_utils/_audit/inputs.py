@@ -30,6 +30,7 @@ HOST_VARIABLES = {
     "fabric_cabling": "cabling",
     "fabric_nccl_logs": "nccl_logs",
     "fabric_audit_waiver_horizon_days": "waiver_horizon_days",
+    "fabric_audit_baseline": "baseline",
 }
 FACTS_KEY = "gpuops_fabric"  # ansible_facts.gpuops_fabric, set by topology_facts
 

@@ -11,6 +11,9 @@ __metaclass__ = type
 
 import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import switch_name, switch_port_name
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import (
+    baseline_path, baseline_warnings, read_baseline,
+)
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import evaluate_host, evaluate_inventory
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import observed
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import (
@@ -43,9 +46,12 @@ def validate_inputs(inputs):
         attachments = read_attachments(inputs[host].get("attachments"), network_errors)
         log_files, log_errors = log_paths(inputs[host].get("nccl_logs"))
         network_errors += log_errors
+        baseline_file, baseline_errors = baseline_path(inputs[host].get("baseline"))
+        network_errors += baseline_errors
         expect = dict(expect, networks=networks, attachments=attachments, drift=inputs[host].get("drift"),
                       nccl_drift=inputs[host].get("nccl_drift"), nccl_mode=inputs[host].get("nccl_mode"),
-                      probes=inputs[host].get("probes"), cabling=cabling, nccl_log_files=log_files, nccl_logs=None)
+                      probes=inputs[host].get("probes"), cabling=cabling, nccl_log_files=log_files, nccl_logs=None,
+                      baseline_file=baseline_file, baseline=None)
         normalized[host] = (expect, waivers, horizon)
         for error in errors + waiver_errors + network_errors:
             seen.setdefault(error, []).append(host)
@@ -71,6 +77,7 @@ def run_audit(inputs, today, generated_at, version=None):
     findings, outcomes, hosts, audited = [], {}, {}, {}
     logs = {}  # path -> what it holds: a log several hosts name (one multi-node run) is read once
     named_by = {}
+    baselines, baseline_hosts = {}, {}  # path -> read_baseline(path); path -> hosts that name it
     for host in sorted(inputs):
         for path in normalized[host][0]["nccl_log_files"]:
             named_by[path] = named_by.get(path, 0) + 1
@@ -91,6 +98,14 @@ def run_audit(inputs, today, generated_at, version=None):
                 if path not in logs:
                     logs[path] = read_log(path)
             expect["nccl_logs"] = [dict(logs[path], named_by=named_by[path]) for path in expect["nccl_log_files"]]
+        path = expect["baseline_file"]
+        if path:
+            if path not in baselines:
+                baselines[path] = read_baseline(path)
+            baseline_hosts.setdefault(path, []).append(host)
+            earlier = baselines[path]["counters"].get(host)
+            if earlier is not None:
+                expect["baseline"] = {"counters": earlier, "generated_at": baselines[path]["generated_at"]}
         host_findings, host_outcomes = evaluate_host(host, facts, expect)
         findings.extend(host_findings)
         outcomes[host] = host_outcomes
@@ -103,7 +118,12 @@ def run_audit(inputs, today, generated_at, version=None):
                           measurements(dict((h, normalized[h][0]) for h in audited)),
                           cabling(dict((h, audited[h][0]) for h in audited)),
                           [row for h in sorted(audited) for row in nccl_choices(h, audited[h][0], audited[h][1])])
-    report["policy_warnings"] = policy_warnings(normalized, today)
+    report["policy_warnings"] = policy_warnings(normalized, today) + baseline_warnings(baselines, baseline_hosts)
+    # each host's counters as read now: this report is the next audit's baseline
+    report["counters"] = dict((h, audited[h][0].get("counters")) for h in sorted(audited)
+                              if isinstance(audited[h][0].get("counters"), dict))
+    report["baseline"] = [{"path": p, "generated_at": baselines[p]["generated_at"], "hosts": len(baseline_hosts[p]),
+                           "usable": not baselines[p]["problem"]} for p in sorted(baselines)]
     return report, []
 
 

@@ -14,6 +14,7 @@ __metaclass__ = type
 import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.bonds import BondVlanMixin
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.counters import CountersMixin
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.files import (
     file_type, MAX_WARNINGS, SysfsFiles,
 )
@@ -24,7 +25,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sy
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.rdma import RdmaMixin
 
 
-class SysfsReader(NumaMixin, PciMixin, NetMixin, RdmaMixin, KernelMixin, BondVlanMixin, SysfsFiles):
+class SysfsReader(NumaMixin, PciMixin, NetMixin, RdmaMixin, KernelMixin, BondVlanMixin, CountersMixin, SysfsFiles):
     """Reads one machine's topology below ``root`` ("/" for the live machine)."""
 
     def __init__(self, root="/"):
@@ -60,6 +61,8 @@ class SysfsReader(NumaMixin, PciMixin, NetMixin, RdmaMixin, KernelMixin, BondVla
             self.read_bonds()
         if "vlan" in parts:
             self.read_vlans()
+        if "counters" in parts:
+            self.read_counters()
         if self._suppressed:
             self.topo.warn("%d more warnings not listed (at most %d are kept)" % (self._suppressed, MAX_WARNINGS))
         return self.topo

@@ -64,7 +64,7 @@ def test_junit_one_case_per_host_and_rule(report):
     failed = sorted(c.get("name").split()[0] for c in suites["broken"].findall("testcase") if c.find("failure") is not None)
     # BOND-002 waived, NUMA-002 warn; the 100GbE card in its Gen3 x8 slot is both PCIE-003 (slot too narrow for its
     # ports) and PCIE-005 (below the card's own Gen4 x16)
-    assert failed == ["BOND-003", "GDR-001", "GDR-002", "PCIE-001", "PCIE-003", "PCIE-005"]
+    assert failed == ["BOND-003", "GDR-001", "GDR-002", "PCIE-001", "PCIE-003", "PCIE-005", "STAB-003"]
     gone = suites["gone"].findall("testcase")
     assert len(gone) == 1 and gone[0].find("error").get("type") == "unreachable"
     assert int(root.get("tests")) == sum(int(s.get("tests")) for s in suites.values())
@@ -74,7 +74,7 @@ def test_junit_one_case_per_host_and_rule(report):
 
 def test_markdown(report):
     text = render_markdown(report)
-    assert "| broken | audited | 13 |" in text
+    assert "| broken | audited | 14 |" in text
     assert "| gone | unreachable (ssh: connect to host 127.0.0.1 port 1) |" in text
     assert "## Waived" in text and "switch LAG pending" in text
     assert "NUMA-001 GPU's nearest NIC is on another NUMA node" in text

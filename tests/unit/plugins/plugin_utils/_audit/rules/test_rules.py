@@ -52,17 +52,21 @@ def test_healthy_node_passes_everything(healthy):
     findings, outcomes = run(healthy, DGX_EXPECT)
     assert findings == []
     not_judged = sorted(r for r, (status, _why) in outcomes.items() if status != "pass")
-    # no drift check, no fabric_networks, no /etc/nccl.conf in the capture, no probes, no NCCL logs
+    # no drift check, no fabric_networks, no /etc/nccl.conf in the capture, no probes, no NCCL logs, no baseline
+    # (STAB-003 judges the AER errors since boot: none)
     assert not_judged == ["DRIFT-001", "LINK-001", "LINK-002", "LINK-003", "LLDP-001", "LLDP-002", "LLDP-003",
                           "LLDP-004", "NCCL-001", "NCCL-002", "NCCL-003", "NCCLRUN-001", "NCCLRUN-002", "NCCLRUN-003",
                           "NCCLRUN-004", "NCCLRUN-005", "NCCLRUN-006", "NCCLRUN-008", "NET-008", "PROBE-002",
-                          "PROBE-003", "PROBE-004", "PROBE-005"]
+                          "PROBE-003", "PROBE-004", "PROBE-005", "STAB-001", "STAB-002", "STAB-004"]
 
 
 def test_broken_twin_shows_each_planted_fault(broken):
     findings, _outcomes = run(broken, DGX_EXPECT)
     assert ids(findings) == ["BOND-002", "BOND-003", "GDR-001", "GDR-002", "GDR-003", "GDR-004", "NET-004",
-                             "NUMA-002", "PCIE-001", "PCIE-003", "PCIE-005"]
+                             "NUMA-002", "PCIE-001", "PCIE-003", "PCIE-005", "STAB-003"]
+    # the x8 GPU's one non-fatal AER error since boot (no baseline: its correctable ones are not judged)
+    assert [(f["subject"], f["severity"], f["evidence"]["kind"], f["evidence"]["by_type"]) for f in
+            of(findings, "STAB-003")] == [("0000:19:00.0", "fail", "nonfatal", {"CmpltTO": 1})]
     # the planted Gen3 x8 link of the Gen4 x16 dual-port card: one PCIE-005 finding for the card, naming both ports
     assert [(f["subject"], f["severity"], f["evidence"]["ports"]) for f in of(findings, "PCIE-005")] == [
         ("0000:c1:00.0", "fail", ["enp193s0f0np0", "enp193s0f1np1"])]

@@ -1,0 +1,167 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""Stability counters for the sysfs reader: per interface carrier changes and the kernel's error and drop
+statistics, PCIe AER counters of the GPUs, NICs and the bridges above them, RDMA port counters, TCP segments and
+retransmits, and the boot time and uptime that turn totals into rates. Files only, each bounded; a known list of
+names per directory, so a driver with hundreds of counters costs no more than one with a few."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import CONTROL_CLASSES
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import parse_decimal
+
+MAX_COUNTER = (1 << 64) - 1
+# /sys/class/net/<if>/ and its statistics/ (include/uapi/linux/if_link.h, struct rtnl_link_stats64)
+CARRIER_FILES = ("carrier_changes", "carrier_up_count", "carrier_down_count")
+NET_STATISTICS = ("rx_packets", "tx_packets", "rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_crc_errors",
+                  "rx_frame_errors", "rx_fifo_errors", "rx_missed_errors", "rx_over_errors", "rx_length_errors",
+                  "tx_carrier_errors", "tx_fifo_errors", "tx_aborted_errors", "collisions")
+# Interfaces whose counters are read: the physical ones and those built on them (not veths, tunnels, loopback)
+COUNTED_KINDS = ("physical", "bond", "vlan", "ipoib")
+AER_FILES = (("correctable", "aer_dev_correctable"), ("nonfatal", "aer_dev_nonfatal"), ("fatal", "aer_dev_fatal"))
+AER_ROOTPORT_FILES = (("rootport_correctable", "aer_rootport_total_err_cor"),
+                      ("rootport_nonfatal", "aer_rootport_total_err_nonfatal"),
+                      ("rootport_fatal", "aer_rootport_total_err_fatal"))
+AER_MAX_LINES = 64
+# /sys/class/infiniband/<dev>/ports/<n>/counters/ (the IB PortCounters) and hw_counters/ (mlx5, irdma, bnxt_re ...)
+RDMA_COUNTERS = ("symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
+                 "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
+                 "port_xmit_constraint_errors", "port_rcv_constraint_errors", "local_link_integrity_errors",
+                 "excessive_buffer_overrun_errors", "VL15_dropped", "port_xmit_wait")
+RDMA_HW_COUNTERS = ("out_of_sequence", "packet_seq_err", "out_of_buffer", "local_ack_timeout_err",
+                    "duplicate_request", "implied_nak_seq_err", "rnr_nak_retry_err", "req_cqe_error",
+                    "resp_cqe_error", "rx_icrc_encapsulated", "np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored",
+                    "np_ecn_marked_roce_packets", "roce_adp_retrans", "roce_slow_restart")
+TCP_FIELDS = (("InSegs", "in_segs"), ("OutSegs", "out_segs"), ("RetransSegs", "retrans_segs"), ("InErrs", "in_errs"))
+_AER_LINE = re.compile(r"^(\S(?:.{0,62}\S)?)\s+([0-9]{1,20})$")
+
+
+def parse_counter(text):
+    """A counter file's value (a decimal of at most 64 bits), else None."""
+    value = parse_decimal(text) if text is not None else None
+    return value if value is not None and 0 <= value <= MAX_COUNTER else None
+
+
+def parse_aer(text):
+    """An aer_dev_* file: lines of ``<name> <count>`` (the kernel's short names, as ``RxErr 0``, and the long ones
+    of older kernels, as ``Receiver Error 2``), the last one a ``TOTAL_ERR_*`` line. Returns {"total", "by_type"}
+    (the total from the TOTAL line, else the sum), or None when no line is a count."""
+    if text is None:
+        return None
+    by_type, total = {}, None
+    for line in text.splitlines()[:AER_MAX_LINES]:
+        match = _AER_LINE.match(line.strip())
+        if not match:
+            continue
+        name, value = match.group(1), parse_counter(match.group(2))
+        if value is None:
+            continue
+        if name.startswith("TOTAL_ERR"):
+            total = value
+        else:
+            by_type[name] = value
+    if total is None and not by_type:
+        return None
+    return {"total": total if total is not None else sum(by_type.values()),
+            "by_type": dict(sorted((k, v) for k, v in by_type.items() if v))}
+
+
+def parse_proc_snmp_tcp(text):
+    """The Tcp counters of /proc/net/snmp (a header line of names, then a line of values): {in_segs, out_segs,
+    retrans_segs, in_errs}, None for a field absent or not a number; None when there is no Tcp pair."""
+    if text is None:
+        return None
+    lines = [line.split() for line in text.splitlines()[:64] if line.startswith("Tcp:")]
+    if len(lines) < 2 or len(lines[0]) != len(lines[1]):
+        return None
+    values = dict(zip(lines[0][1:], lines[1][1:]))
+    return dict((key, parse_counter(values.get(name))) for name, key in TCP_FIELDS)
+
+
+def parse_btime(text):
+    """The boot time (seconds since the epoch) from /proc/stat's ``btime`` line, else None."""
+    for line in (text or "").splitlines()[:4096]:
+        if line.startswith("btime "):
+            return parse_counter(line.split()[1]) if len(line.split()) == 2 else None
+    return None
+
+
+def parse_uptime(text):
+    """Seconds since boot, the first field of /proc/uptime, else None."""
+    fields = (text or "").split()
+    if not fields or not re.match(r"^[0-9]{1,12}(\.[0-9]{1,6})?$", fields[0]):
+        return None
+    return float(fields[0])
+
+
+class CountersMixin:
+    """Reads the stability counters into ``topo.counters``; needs the interfaces, PCI devices and RDMA ports the
+    other mixins read."""
+
+    def read_counters(self):
+        counters = {
+            "boot_time": parse_btime(self.read(self.path("proc/stat"), quiet=True)),
+            "uptime_s": parse_uptime(self.read(self.path("proc/uptime"), quiet=True)),
+            "interfaces": {}, "aer": {}, "rdma": {},
+            "tcp": parse_proc_snmp_tcp(self.read(self.path("proc/net/snmp"), quiet=True)),
+        }
+        for name, dev in sorted(self.topo.netdevs.items()):
+            if dev.kind not in COUNTED_KINDS:
+                continue
+            target = self.resolve(self.path("sys/class/net", name))
+            values = self._counter_files(target, CARRIER_FILES)
+            values.update(self._counter_files(os.path.join(target, "statistics"), NET_STATISTICS))
+            if any(v is not None for v in values.values()):
+                counters["interfaces"][name] = dict(values, kind=dev.kind)
+        for address in sorted(self._aer_devices()):
+            directory = self._pci_dirs.get(address)
+            if not directory:
+                continue
+            entry = {}
+            for key, filename in AER_FILES:
+                entry[key] = parse_aer(self.read(os.path.join(directory, filename), quiet=True))
+            for key, filename in AER_ROOTPORT_FILES:
+                value = self.read(os.path.join(directory, filename), quiet=True)
+                if value is not None:
+                    entry[key] = parse_counter(value)
+            if any(v is not None for v in entry.values()):
+                counters["aer"][address] = entry
+        for name, rdma in sorted(self.topo.rdma.items()):
+            base = self.resolve(self.path("sys/class/infiniband", name))
+            for port in rdma.ports:
+                directory = os.path.join(base, "ports", str(port.port))
+                values = self._counter_files(os.path.join(directory, "counters"), RDMA_COUNTERS)
+                values.update(self._counter_files(os.path.join(directory, "hw_counters"), RDMA_HW_COUNTERS))
+                values = dict((k, v) for k, v in values.items() if v is not None)
+                if values:
+                    counters["rdma"]["%s/%d" % (name, port.port)] = values
+        self.topo.counters = counters
+
+    def _counter_files(self, directory, names):
+        values = {}
+        for name in names:
+            path = os.path.join(directory, name)
+            text = self.read(path, quiet=True)
+            value = parse_counter(text)
+            if text is not None and value is None and text.strip():
+                self.warn("%s: %r is not a counter, ignored" % (path, text[:40]))
+            values[name] = value
+        return values
+
+    def _aer_devices(self):
+        """GPUs, accelerators, NICs and RDMA functions (by class: the devices are classified later), and every
+        bridge above them: the paths whose errors slow or stop training."""
+        chosen = set()
+        for address, dev in self.topo.pci.items():
+            if (dev.class_code or 0) >> 16 in CONTROL_CLASSES or dev.has_rdma:
+                chosen.add(address)
+                chosen.update(self.topo.ancestors(address))
+        return chosen

@@ -1,0 +1,246 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""Rule family STAB: stability between two readings of the counters -- link flaps, interface errors and drops, PCIe
+AER errors, RDMA port errors. Totals since boot say little (a NIC's own link-up at boot counts as a carrier change);
+growth between an earlier audit's report (``fabric_audit_baseline``) and now says what happens while the cluster
+runs. A counter lower than its baseline (a reboot, a driver reload) counts again from zero, never negatively."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
+
+# A boot time that moved by more than this between readings is another boot (the clock's own steps are smaller).
+BOOT_TIME_SLACK_S = 600
+INTERFACE_ERRORS = ("rx_crc_errors", "rx_frame_errors", "rx_fifo_errors", "rx_missed_errors", "rx_over_errors",
+                    "rx_length_errors", "rx_errors", "tx_errors", "tx_carrier_errors", "tx_fifo_errors",
+                    "tx_aborted_errors")
+INTERFACE_DROPS = (("rx_dropped", "rx_packets"), ("tx_dropped", "tx_packets"))
+DROP_SHARE = 0.001  # drops of at most 0.1% of the packets are noise (unknown protocols, filtered VLANs)
+RDMA_PORT_ERRORS = ("link_downed", "link_error_recovery", "symbol_error", "local_link_integrity_errors",
+                    "port_rcv_errors", "port_rcv_remote_physical_errors", "excessive_buffer_overrun_errors")
+RDMA_TRANSPORT_ERRORS = ("out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "implied_nak_seq_err")
+NO_BASELINE = ("judged between two readings: set fabric_audit_baseline to an earlier audit's report.json (each "
+               "report.json carries the counters)")
+
+
+def _number(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _counter(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+class Window:
+    """Two readings of one host's counters: ``now`` (its facts) and ``before`` (the baseline's, empty when the
+    host rebooted since: then growth is the total since boot), ``seconds`` between them."""
+
+    def __init__(self, now, before, seconds, since_boot, baseline_at):
+        self.now, self.before, self.seconds, self.since_boot = now, before, seconds, since_boot
+        self.baseline_at = baseline_at
+
+    def growth(self, section, key, name):
+        """How much counter ``name`` of ``section[key]`` grew; None when either reading lacks it."""
+        now = _counter(((self.now.get(section) or {}).get(key) or {}).get(name))
+        if now is None:
+            return None
+        if self.since_boot:
+            return now
+        entry = (self.before.get(section) or {}).get(key)
+        if not isinstance(entry, dict):
+            return None  # not there at the baseline (hot-plugged, renamed): no window for it
+        before = _counter(entry.get(name))
+        if before is None:
+            return None
+        return now - before if now >= before else now  # reset (driver reload, wrap): counted again from zero
+
+    def per_hour(self, count):
+        return round(count * 3600.0 / self.seconds, 2) if self.seconds else None
+
+    def evidence(self):
+        return {"window_s": round(self.seconds, 1) if self.seconds is not None else None,
+                "since_boot": self.since_boot, "baseline_at": self.baseline_at}
+
+    def said(self):
+        hours = (self.seconds or 0) / 3600.0
+        return ("since boot (%.1f h; the host rebooted after the baseline)" % hours if self.since_boot
+                else "in the %.1f h since the baseline" % hours)
+
+
+def counters(ctx):
+    value = ctx.facts.get("counters")
+    if not isinstance(value, dict):
+        raise NotApplicable("the facts have no counters (topology_facts with the counters subset on a live node)")
+    return value
+
+
+def window(ctx):
+    """The host's Window, or None when there is no baseline for it."""
+    now = counters(ctx)
+    baseline = ctx.observed.get("baseline")
+    before = baseline.get("counters") if isinstance(baseline, dict) else None
+    if not isinstance(before, dict):
+        return None
+    up, up_before = _number(now.get("uptime_s")), _number(before.get("uptime_s"))
+    if up is None or up_before is None:
+        return None
+    boot, boot_before = _number(now.get("boot_time")), _number(before.get("boot_time"))
+    rebooted = up < up_before or (boot is not None and boot_before is not None
+                                  and abs(boot - boot_before) > BOOT_TIME_SLACK_S)
+    if rebooted:
+        return Window(now, {}, up, True, baseline.get("generated_at"))
+    if up == up_before:
+        return None  # the same reading twice: no window
+    return Window(now, before, up - up_before, False, baseline.get("generated_at"))
+
+
+def _interfaces(win, kinds):
+    return sorted(n for n, v in (win.now.get("interfaces") or {}).items()
+                  if isinstance(v, dict) and v.get("kind") in kinds)
+
+
+@host_rule(
+    "STAB-001", "Link flaps", "warn",
+    """An interface whose carrier went down and up again between two readings: each flap stalls every collective
+    running over it (NCCL waits, then retries or aborts) and re-converges the bond and the switch. Judged per physical
+    interface and bond, from carrier_changes (carrier_up_count since boot, where the host rebooted in between).""",
+    """Look at the link on both ends: the switch port's log, the cable or transceiver (reseat, swap), the NIC's
+    firmware; ethtool -S for the NIC's own link-down counters. Keep the node out of jobs until the link holds.""")
+def link_flaps(ctx):
+    win = window(ctx)
+    if win is None:
+        counters(ctx)
+        raise NotApplicable("link flaps are " + NO_BASELINE)
+    for name in _interfaces(win, ("physical", "bond", "ipoib")):
+        entry = win.now["interfaces"][name]
+        if win.since_boot:
+            ups = _counter(entry.get("carrier_up_count"))
+            changes = _counter(entry.get("carrier_changes"))
+            # the first link-up after boot is no flap (its carrier_changes are 1 or 2 on their own)
+            flaps = max(ups - 1, 0) if ups is not None else (max(changes - 2, 0) if changes is not None else None)
+        else:
+            changes = win.growth("interfaces", name, "carrier_changes")
+            flaps = changes
+        if not flaps:
+            continue
+        ctx.finding(name, "%s: the carrier changed %d time(s) %s (%s per hour)" % (
+            name, flaps, win.said(), win.per_hour(flaps)),
+            dict(win.evidence(), interface=name, changes=flaps, per_hour=win.per_hour(flaps),
+                 carrier_changes=entry.get("carrier_changes"), carrier_down_count=entry.get("carrier_down_count"),
+                 carrier_up_count=entry.get("carrier_up_count")))
+
+
+@host_rule(
+    "STAB-002", "Interface errors or drops growing", "warn",
+    """Receive and transmit errors (CRC, frame, FIFO and missed: a bad cable or optic, a ring buffer overrun) that
+    grew between two readings, and drops above 0.1% of the packets. Lost frames are retransmitted by TCP, which shows
+    as jitter in every collective step. Judged per physical interface and bond.""",
+    """CRC and frame errors: the cable, optic or switch port (swap them, read the switch port's counters). FIFO and
+    missed errors and drops: the NIC's ring buffers (ethtool -G), IRQ affinity on the NIC's NUMA node, a CPU
+    starved of time; ethtool -S names the queue.""")
+def interface_errors(ctx):
+    win = window(ctx)
+    if win is None:
+        counters(ctx)
+        raise NotApplicable("error and drop growth is " + NO_BASELINE)
+    for name in _interfaces(win, ("physical", "bond", "ipoib")):
+        grown = dict((c, win.growth("interfaces", name, c)) for c in INTERFACE_ERRORS)
+        grown = dict((c, g) for c, g in grown.items() if g)
+        drops = {}
+        for drop, packets in INTERFACE_DROPS:
+            count, total = win.growth("interfaces", name, drop), win.growth("interfaces", name, packets)
+            if count and (not total or count > DROP_SHARE * total):
+                drops[drop] = count
+        if not grown and not drops:
+            continue
+        said = ", ".join("%s +%d" % (c, g) for c, g in sorted(dict(grown, **drops).items()))
+        ctx.finding(name, "%s: %s %s" % (name, said, win.said()),
+                    dict(win.evidence(), interface=name, errors=grown, drops=drops,
+                         per_hour=dict((c, win.per_hour(g)) for c, g in sorted(dict(grown, **drops).items()))))
+
+
+@host_rule(
+    "STAB-003", "PCIe errors on a GPU or NIC path", "fail",
+    """PCIe Advanced Error Reporting counts per device (aer_dev_*). A non-fatal or fatal error on a GPU, a NIC or a
+    bridge above them means lost or poisoned transactions: a fail whenever one is counted (since boot without a
+    baseline). Correctable errors are repaired by the link (replays) and cost bandwidth; growing between two
+    readings they point at a riser, a retimer or a slot: a warning.""",
+    """Reseat the device and its riser; check the slot's retimer and the BIOS PCIe settings (link speed, ASPM);
+    read the kernel log (dmesg: 'AER:') for the device and error type; replace the part if the errors continue.""")
+def pcie_errors(ctx):
+    now = counters(ctx)
+    aer = dict((a, v) for a, v in (now.get("aer") or {}).items() if isinstance(v, dict))
+    if not aer:
+        raise NotApplicable("no AER counters (the kernel exposes aer_dev_* with AER on, for the GPUs', NICs' and "
+                            "bridges' functions)")
+    win = window(ctx)
+    pci = ctx.pci()
+    for address in sorted(aer):
+        names = (pci.get(address) or {}).get("name") or (pci.get(address) or {}).get("kind") or "device"
+        for kind in ("fatal", "nonfatal"):
+            entry = aer[address].get(kind)
+            total = _counter(entry.get("total")) if isinstance(entry, dict) else None
+            if not total:
+                continue
+            if win is not None and not win.since_boot:
+                before = ((win.before.get("aer") or {}).get(address) or {}).get(kind)
+                before_total = _counter(before.get("total")) if isinstance(before, dict) else None
+                grown = total - before_total if before_total is not None and total >= before_total else total
+                if not grown:
+                    continue
+                when = win.said()
+            else:
+                grown, when = total, "since boot"
+            ctx.finding(address, "%s (%s): %d %s PCIe error(s) %s (%s)" % (
+                address, names, grown, "fatal" if kind == "fatal" else "non-fatal", when,
+                ", ".join("%s %d" % (t, n) for t, n in sorted((entry.get("by_type") or {}).items())) or "types not "
+                "listed"), dict(win.evidence() if win else {}, address=address, kind=kind, count=grown,
+                                by_type=entry.get("by_type")))
+        if win is None or win.since_boot:
+            continue  # since boot the link's own training at boot counts too: only growth on one boot says anything
+        entry = aer[address].get("correctable")
+        total = _counter(entry.get("total")) if isinstance(entry, dict) else None
+        if not total:
+            continue
+        before = ((win.before.get("aer") or {}).get(address) or {}).get("correctable")
+        before_total = _counter(before.get("total")) if isinstance(before, dict) else None
+        if before_total is None:
+            continue
+        grown = total - before_total if total >= before_total else total
+        if grown:
+            ctx.finding(address, "%s (%s): %d correctable PCIe error(s) %s (%s per hour: %s)" % (
+                address, names, grown, win.said(), win.per_hour(grown),
+                ", ".join("%s %d" % (t, n) for t, n in sorted((entry.get("by_type") or {}).items())) or "types not "
+                "listed"), dict(win.evidence(), address=address, kind="correctable", count=grown,
+                                per_hour=win.per_hour(grown), by_type=entry.get("by_type")), severity="warn")
+
+
+@host_rule(
+    "STAB-004", "RDMA port errors growing", "warn",
+    """InfiniBand and RoCE port counters that grew between two readings: link_downed and link_error_recovery (the
+    link retrained), symbol and integrity errors (the physical layer), receive errors; and the transport's own
+    (out_of_sequence, packet_seq_err, local_ack_timeout_err: lost packets retransmitted, on RoCE usually a lossy
+    fabric without PFC or ECN). Each stalls the RDMA traffic of every collective on that port.""",
+    """Physical-layer errors: the cable or transceiver and the switch port (mlxlink, the switch's port counters).
+    Transport errors on RoCE: the lossless settings (PFC on the RoCE priority, ECN) along the whole path.""")
+def rdma_errors(ctx):
+    win = window(ctx)
+    now = counters(ctx)
+    if not now.get("rdma"):
+        raise NotApplicable("no RDMA port counters (no RDMA device, or its driver exposes none)")
+    if win is None:
+        raise NotApplicable("RDMA error growth is " + NO_BASELINE)
+    for port in sorted(now["rdma"]):
+        grown = dict((c, win.growth("rdma", port, c)) for c in RDMA_PORT_ERRORS + RDMA_TRANSPORT_ERRORS)
+        grown = dict((c, g) for c, g in grown.items() if g)
+        if not grown:
+            continue
+        said = ", ".join("%s +%d" % (c, g) for c, g in sorted(grown.items()))
+        ctx.finding(port, "%s: %s %s" % (port, said, win.said()),
+                    dict(win.evidence(), port=port, counters=grown,
+                         per_hour=dict((c, win.per_hour(g)) for c, g in sorted(grown.items()))))

@@ -1,0 +1,151 @@
+"""The stability counters of the sysfs reader, on real files (tests/fixtures/realdata/sysfs-net-counters,
+sysfs-pci-aer, sysfs-infiniband-counters, proc-net-snmp, each with PROVENANCE.md), on this machine's own /proc and
+/sys, and on the hand-written nodes (tests/fixtures/handwritten/README.md says what they plant); bad files give
+warnings, never a traceback."""
+
+import os
+
+import pytest
+
+from conftest import REPO
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.counters import (
+    NET_STATISTICS, RDMA_COUNTERS, RDMA_HW_COUNTERS, parse_aer, parse_btime, parse_counter, parse_proc_snmp_tcp,
+    parse_uptime,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.reader import SysfsReader
+
+DATA = os.path.join(REPO, "tests", "fixtures", "realdata")
+
+
+def text(*parts):
+    with open(os.path.join(DATA, *parts)) as handle:
+        return handle.read()
+
+
+def test_aer_in_the_kernel_s_current_format():
+    """An AMD Vega's aer_dev_* (short names, every type listed, all zero)."""
+    device = ("sysfs-pci-aer", "procfs-class-ttar-amdgpu-vega", "sys", "bus", "pci", "devices", "0000:09:00.0")
+    for name in ("aer_dev_correctable", "aer_dev_nonfatal", "aer_dev_fatal"):
+        assert parse_aer(text(*device + (name,))) == {"total": 0, "by_type": {}}
+
+
+def test_aer_in_the_old_long_format():
+    """The kernel ABI document's sample: long labels with spaces ("RELAY_NUM Rollover 0"), Receiver Error 2."""
+    parsed = parse_aer(text("sysfs-pci-aer", "kernel-abi-doc-sample-1c.0", "sys", "devices", "pci0000:00",
+                            "0000:00:1c.0", "aer_dev_correctable"))
+    assert parsed == {"total": 2, "by_type": {"Receiver Error": 2}}
+
+
+@pytest.mark.parametrize("junk, expected", [
+    ("", None), ("RxErr\n", None), ("RxErr x\nTOTAL_ERR_COR y", None),
+    ("RxErr 1\nBadTLP 2", {"total": 3, "by_type": {"BadTLP": 2, "RxErr": 1}}),  # no TOTAL line: the sum
+    ("RxErr 99999999999999999999999\nTOTAL_ERR_COR 1", {"total": 1, "by_type": {}}),  # past 64 bits: ignored
+    ("RxErr 1\n" * 100000 + "TOTAL_ERR_COR 5", {"total": 1, "by_type": {"RxErr": 1}}),  # only the first lines read
+])
+def test_aer_junk(junk, expected):
+    assert parse_aer(junk) == expected
+
+
+def test_interface_statistics_of_a_real_igb_port():
+    """A Dell node's Intel I350 (igb) eth0: rx_fifo_errors 2045, the rest as the files say."""
+    directory = os.path.join(DATA, "sysfs-net-counters", "hwloc-32em64t-dell-igb-mlx4", "sys", "class", "net", "eth0",
+                             "statistics")
+    reader = SysfsReader(os.path.join(DATA, "sysfs-net-counters", "hwloc-32em64t-dell-igb-mlx4"))
+    values = reader._counter_files(directory, NET_STATISTICS)
+    assert values["rx_fifo_errors"] == 2045
+    for name in NET_STATISTICS:
+        on_disk = os.path.join(directory, name)
+        assert values[name] == (int(open(on_disk).read()) if os.path.exists(on_disk) else None), name
+    assert reader.topo.warnings == []
+
+
+def test_carrier_counters_and_a_kernel_without_them():
+    ttar = os.path.join(DATA, "sysfs-net-counters", "procfs-class-ttar-eth0", "sys", "class", "net", "eth0")
+    reader = SysfsReader(DATA)
+    assert reader._counter_files(ttar, ("carrier_changes", "carrier_up_count", "carrier_down_count")) == {
+        "carrier_changes": 2, "carrier_up_count": 1, "carrier_down_count": 1}
+    old = os.path.join(DATA, "sysfs-net-counters", "hwloc-32em64t-dell-igb-mlx4", "sys", "class", "net", "eth0")
+    assert reader._counter_files(old, ("carrier_changes",)) == {"carrier_changes": None}  # before kernel 3.15
+    assert reader.topo.warnings == []
+
+
+def test_infiniband_port_counters_real_and_saturated():
+    """mlx4 (ConnectX-3 FDR): port_xmit_wait 21833. qib (QLE7340): 32-bit data counters stuck at 4294967295
+    (saturated, a valid number). mlx5 hw_counters: out_of_sequence 1."""
+    reader = SysfsReader(DATA)
+    mlx4 = os.path.join(DATA, "sysfs-infiniband-counters", "hwloc-32em64t-dell-igb-mlx4", "sys", "class",
+                        "infiniband", "mlx4_0", "ports", "1", "counters")
+    values = reader._counter_files(mlx4, RDMA_COUNTERS)
+    assert values["port_xmit_wait"] == 21833 and values["symbol_error"] == 0 and values["link_downed"] == 0
+    qib = os.path.join(DATA, "sysfs-infiniband-counters", "hwloc-40intel64-westmere-bnx2-qib", "sys", "class",
+                       "infiniband", "qib0", "ports", "1", "counters")
+    assert reader._counter_files(qib, ("port_rcv_data",)) == {"port_rcv_data": 4294967295}
+    mlx5 = os.path.join(DATA, "sysfs-infiniband-counters", "procfs-class-ttar", "sys", "class", "infiniband",
+                        "mlx5_0", "ports", "1", "hw_counters")
+    assert reader._counter_files(mlx5, RDMA_HW_COUNTERS)["out_of_sequence"] == 1
+    assert reader.topo.warnings == []
+
+
+def test_proc_net_snmp_and_boot_time():
+    snmp = parse_proc_snmp_tcp(text("proc-net-snmp", "node_exporter-fixtures", "proc", "net", "snmp"))
+    assert snmp == {"in_segs": 57252008, "out_segs": 54915039, "retrans_segs": 227, "in_errs": 5}
+    assert parse_btime(text("proc-net-snmp", "node_exporter-fixtures", "proc", "stat")) == 1418183276
+    assert parse_proc_snmp_tcp("Tcp: A B\nTcp: 1\n") is None and parse_proc_snmp_tcp("") is None
+    assert parse_btime("btime x") is None and parse_uptime("12.5 3.0") == 12.5 and parse_uptime("-1 x") is None
+
+
+@pytest.mark.parametrize("value, expected", [("0", 0), ("18446744073709551615", (1 << 64) - 1),
+                                             ("18446744073709551616", None), ("-1", None), ("1e3", None),
+                                             (None, None), ("", None)])
+def test_counter_values(value, expected):
+    assert parse_counter(value) == expected
+
+
+def test_this_machine_s_own_counters():
+    """The live /sys and /proc of the machine running the tests: every physical interface's carrier_changes as
+    its file says, the Tcp counters present, the uptime below the time since the boot time."""
+    import time
+    facts = gather(root="/", gather_subset=["counters"])
+    counters = facts["counters"]
+    assert counters["boot_time"] and 0 < counters["uptime_s"] <= time.time() - counters["boot_time"] + 5
+    assert counters["tcp"]["out_segs"] >= 0
+    assert counters["interfaces"], "no physical interface here?"
+    for name, entry in counters["interfaces"].items():
+        with open("/sys/class/net/%s/carrier_changes" % name) as handle:
+            assert entry["carrier_changes"] == int(handle.read())
+
+
+def test_hand_written_nodes(roots):
+    healthy = gather(root=roots["dgx8"], gather_subset=["counters"])["counters"]
+    assert healthy["boot_time"] == 1764547200 and healthy["uptime_s"] == 86400.0
+    assert healthy["tcp"]["retrans_segs"] == 1200
+    assert sorted(healthy["interfaces"]) == sorted(
+        ["bond0", "bond0.100", "eno1", "eno2", "enp193s0f0np0", "enp193s0f1np1"] + ["ens%dnp0" % i for i in range(1, 9)])
+    assert healthy["interfaces"]["ens1np0"]["kind"] == "physical" and healthy["interfaces"]["bond0"]["kind"] == "bond"
+    assert healthy["interfaces"]["ens1np0"]["carrier_changes"] == 2
+    assert all(a["correctable"]["total"] == 0 and a["nonfatal"]["total"] == 0 for a in healthy["aer"].values())
+    assert "0000:19:00.0" in healthy["aer"] and "0000:10:01.0" in healthy["aer"]  # a GPU and a root port above it
+    broken = gather(root=roots["dgx8-broken"], gather_subset=["counters"])["counters"]
+    assert broken["aer"]["0000:19:00.0"] == {
+        "correctable": {"total": 1557, "by_type": {"BadDLLP": 37, "BadTLP": 1520}},
+        "fatal": {"total": 0, "by_type": {}}, "nonfatal": {"total": 1, "by_type": {"CmpltTO": 1}}}
+
+
+def test_bad_counter_files_are_warnings(tmp_path):
+    root = tmp_path / "root"
+    net = root / "sys" / "devices" / "pci0000:00" / "0000:00:03.0" / "net" / "eth9"
+    (net / "statistics").mkdir(parents=True)
+    (root / "sys" / "class" / "net").mkdir(parents=True)
+    os.symlink(os.path.relpath(str(net), str(root / "sys" / "class" / "net")), str(root / "sys" / "class" / "net" / "eth9"))
+    (net / "carrier_changes").write_text("lots\n")
+    (net / "statistics" / "rx_errors").write_text("1" * 400 + "\n")
+    os.mkfifo(str(net / "statistics" / "tx_errors"))  # a FIFO where a counter belongs must not block
+    (net / "statistics" / "rx_packets").write_text("7\n")
+    facts = gather(root=str(root), gather_subset=["counters"])
+    entry = facts["counters"]["interfaces"]["eth9"]
+    assert entry["carrier_changes"] is None and entry["rx_errors"] is None and entry["tx_errors"] is None
+    assert entry["rx_packets"] == 7
+    warnings = "\n".join(facts["warnings"])
+    assert "carrier_changes: 'lots' is not a counter" in warnings and "rx_errors" in warnings
+    assert "tx_errors: not a regular file" in warnings
