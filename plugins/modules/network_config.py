@@ -285,7 +285,7 @@ def put_in_place(module, root, backend, wanted):
         armed = write(module, root, backend, changes, live)
         if armed:
             # Apply a moment after this module has answered, so a change that cuts the connection cannot
-            # swallow the answer; state=confirmed then waits for the apply and disarms the rollback.
+            # swallow the answer; state=confirmed disarms the rollback once the apply has run a few seconds.
             applied = defer_apply(module, backend_module(backend).apply_commands(changes), params["apply_timeout"])
         elif live:
             applied = apply_now(module, backend, changes)

@@ -223,8 +223,15 @@ def confirm(module, root, settle):
     stopped = False
     checkpoint = armed_checkpoint()
     if root == "/" and not module.check_mode and not rolled_back and module.get_bin_path("systemctl"):
-        rc, _out, _err = module.run_command([module.get_bin_path("systemctl"), "stop", ROLLBACK_UNIT + ".timer"])
+        systemctl = module.get_bin_path("systemctl")
+        rc, _out, _err = module.run_command([systemctl, "stop", ROLLBACK_UNIT + ".timer"])
         stopped = rc == 0
+        # The timer may have fired just before it was stopped: its restore is then running (the rolled-back marker
+        # comes at its end) and the backup must stay where it is.
+        _rc, state, _err = module.run_command([systemctl, "is-active", ROLLBACK_UNIT + ".service"])
+        if state.strip() in ("active", "activating", "deactivating", "reloading") or os.path.exists(marker):
+            module.fail_json(msg="the rollback timer fired before the confirmation arrived: the node is restoring "
+                             "its previous network files now", rolled_back=True)
         if checkpoint and not nm_checkpoint_destroy(module, checkpoint):
             # NetworkManager already rolled the running state back; put the files back too, now.
             module.run_command(["/bin/sh", os.path.join(ROLLBACK_DIR, "restore.sh")])

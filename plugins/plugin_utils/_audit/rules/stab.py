@@ -12,15 +12,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
 
 # A boot time that moved by more than this between readings is another boot (the clock's own steps are smaller).
 BOOT_TIME_SLACK_S = 600
 INTERFACE_ERRORS = ("rx_crc_errors", "rx_frame_errors", "rx_fifo_errors", "rx_missed_errors", "rx_over_errors",
-                    "rx_length_errors", "rx_errors", "tx_errors", "tx_carrier_errors", "tx_fifo_errors",
-                    "tx_aborted_errors")
+                    "rx_length_errors", "tx_carrier_errors", "tx_fifo_errors", "tx_aborted_errors")
+# the totals the kernel sums the kinds above into: reported only where no kind explains them
+INTERFACE_ERROR_TOTALS = ("rx_errors", "tx_errors")
 INTERFACE_DROPS = (("rx_dropped", "rx_packets"), ("tx_dropped", "tx_packets"))
-DROP_SHARE = 0.001  # drops of at most 0.1% of the packets are noise (unknown protocols, filtered VLANs)
+DROP_SHARE = 0.001  # drops of at most 0.1% of the packets are noise (unknown protocols, filtered VLANs) ...
+DROPS_PER_HOUR = 60  # ... and so is less than one a minute (rx_packets leaves RoCE traffic out on RDMA NICs)
 RDMA_PORT_ERRORS = ("link_downed", "link_error_recovery", "symbol_error", "local_link_integrity_errors",
                     "port_rcv_errors", "port_rcv_remote_physical_errors", "excessive_buffer_overrun_errors")
 RDMA_TRANSPORT_ERRORS = ("out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "implied_nak_seq_err")
@@ -29,7 +33,18 @@ NO_BASELINE = ("judged between two readings: set fabric_audit_baseline to an ear
 
 
 def _number(value):
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _section(counters, name):
+    """One section of a counters reading (interfaces, aer, rdma) as {key: dict}: a hand-edited or corrupt baseline
+    may hold anything there."""
+    value = counters.get(name) if isinstance(counters, dict) else None
+    if not isinstance(value, dict):
+        return {}
+    return dict((k, v) for k, v in value.items() if isinstance(v, dict))
 
 
 def _counter(value):
@@ -46,13 +61,13 @@ class Window:
 
     def growth(self, section, key, name):
         """How much counter ``name`` of ``section[key]`` grew; None when either reading lacks it."""
-        now = _counter(((self.now.get(section) or {}).get(key) or {}).get(name))
+        now = _counter((_section(self.now, section).get(key) or {}).get(name))
         if now is None:
             return None
         if self.since_boot:
             return now
-        entry = (self.before.get(section) or {}).get(key)
-        if not isinstance(entry, dict):
+        entry = _section(self.before, section).get(key)
+        if entry is None:
             return None  # not there at the baseline (hot-plugged, renamed): no window for it
         before = _counter(entry.get(name))
         if before is None:
@@ -88,27 +103,33 @@ def window(ctx):
         return None
     up, up_before = _number(now.get("uptime_s")), _number(before.get("uptime_s"))
     if up is None or up_before is None:
-        return None
+        raise NotApplicable("the baseline of %s cannot be used: uptime_s %r now, %r in the baseline (a number of "
+                            "seconds each)" % (ctx.host, now.get("uptime_s"), before.get("uptime_s")))
     boot, boot_before = _number(now.get("boot_time")), _number(before.get("boot_time"))
     rebooted = up < up_before or (boot is not None and boot_before is not None
                                   and abs(boot - boot_before) > BOOT_TIME_SLACK_S)
     if rebooted:
         return Window(now, {}, up, True, baseline.get("generated_at"))
     if up == up_before:
-        return None  # the same reading twice: no window
+        raise NotApplicable("the baseline holds the same reading as now (uptime_s %r): no time between them"
+                            % up)
     return Window(now, before, up - up_before, False, baseline.get("generated_at"))
 
 
 def _interfaces(win, kinds):
-    return sorted(n for n, v in (win.now.get("interfaces") or {}).items()
-                  if isinstance(v, dict) and v.get("kind") in kinds)
+    return sorted(n for n, v in _section(win.now, "interfaces").items() if v.get("kind") in kinds)
+
+
+def _bond_members(ctx):
+    return set(n.get("name") for n in ctx.facts.get("nics") or [] if isinstance(n, dict) and n.get("bond_master"))
 
 
 @host_rule(
     "STAB-001", "Link flaps", "warn",
-    """An interface whose carrier went down and up again between two readings: each flap stalls every collective
-    running over it (NCCL waits, then retries or aborts) and re-converges the bond and the switch. Judged per physical
-    interface and bond, from carrier_changes (carrier_up_count since boot, where the host rebooted in between).""",
+    """An interface whose link went down (and mostly up again) between two readings: each flap stalls every
+    collective running over it (NCCL waits, then retries or aborts) and re-converges the bond and the switch. Judged
+    per physical interface, bond and IPoIB port from carrier_down_count (half the carrier changes on kernels before
+    4.16); not across a reboot, which bounces links by itself.""",
     """Look at the link on both ends: the switch port's log, the cable or transceiver (reseat, swap), the NIC's
     firmware; ethtool -S for the NIC's own link-down counters. Keep the node out of jobs until the link holds.""")
 def link_flaps(ctx):
@@ -116,21 +137,21 @@ def link_flaps(ctx):
     if win is None:
         counters(ctx)
         raise NotApplicable("link flaps are " + NO_BASELINE)
+    if win.since_boot:
+        # boot bounces links on its own (a bond enslaving its ports, NetworkManager taking over from the initrd)
+        raise NotApplicable("the host rebooted after the baseline: link flaps are judged again from the next audit, "
+                            "with this one as its baseline")
     for name in _interfaces(win, ("physical", "bond", "ipoib")):
         entry = win.now["interfaces"][name]
-        if win.since_boot:
-            ups = _counter(entry.get("carrier_up_count"))
-            changes = _counter(entry.get("carrier_changes"))
-            # the first link-up after boot is no flap (its carrier_changes are 1 or 2 on their own)
-            flaps = max(ups - 1, 0) if ups is not None else (max(changes - 2, 0) if changes is not None else None)
-        else:
+        downs = win.growth("interfaces", name, "carrier_down_count")
+        if downs is None:  # kernels before 4.16: two changes per flap
             changes = win.growth("interfaces", name, "carrier_changes")
-            flaps = changes
-        if not flaps:
+            downs = (changes + 1) // 2 if changes is not None else None
+        if not downs:
             continue
-        ctx.finding(name, "%s: the carrier changed %d time(s) %s (%s per hour)" % (
-            name, flaps, win.said(), win.per_hour(flaps)),
-            dict(win.evidence(), interface=name, changes=flaps, per_hour=win.per_hour(flaps),
+        ctx.finding(name, "%s: the link went down %d time(s) %s (%s per hour)" % (
+            name, downs, win.said(), win.per_hour(downs)),
+            dict(win.evidence(), interface=name, flaps=downs, per_hour=win.per_hour(downs),
                  carrier_changes=entry.get("carrier_changes"), carrier_down_count=entry.get("carrier_down_count"),
                  carrier_up_count=entry.get("carrier_up_count")))
 
@@ -138,8 +159,10 @@ def link_flaps(ctx):
 @host_rule(
     "STAB-002", "Interface errors or drops growing", "warn",
     """Receive and transmit errors (CRC, frame, FIFO and missed: a bad cable or optic, a ring buffer overrun) that
-    grew between two readings, and drops above 0.1% of the packets. Lost frames are retransmitted by TCP, which shows
-    as jitter in every collective step. Judged per physical interface and bond.""",
+    grew between two readings, and drops above 0.1% of the packets and one a minute on interfaces outside bonds (a
+    bond's idle port drops by design). Lost frames are retransmitted by TCP, which shows as jitter in every collective
+    step. Judged per physical interface and IPoIB port; a bond only where none of its ports is counted (its
+    statistics are theirs summed).""",
     """CRC and frame errors: the cable, optic or switch port (swap them, read the switch port's counters). FIFO and
     missed errors and drops: the NIC's ring buffers (ethtool -G), IRQ affinity on the NIC's NUMA node, a CPU
     starved of time; ethtool -S names the queue.""")
@@ -148,13 +171,24 @@ def interface_errors(ctx):
     if win is None:
         counters(ctx)
         raise NotApplicable("error and drop growth is " + NO_BASELINE)
+    members = _bond_members(ctx)
+    # a bond's statistics are its ports' summed: the ports are judged, the bond only where it has none counted
+    counted = set(_interfaces(win, ("physical", "ipoib")))
     for name in _interfaces(win, ("physical", "bond", "ipoib")):
+        if name not in counted and any(m in counted for m in _members_of(ctx, name)):
+            continue
         grown = dict((c, win.growth("interfaces", name, c)) for c in INTERFACE_ERRORS)
         grown = dict((c, g) for c, g in grown.items() if g)
+        if not grown:  # a total no kind explains (drivers that count only the total)
+            totals = dict((c, win.growth("interfaces", name, c)) for c in INTERFACE_ERROR_TOTALS)
+            grown = dict((c, g) for c, g in totals.items() if g)
         drops = {}
-        for drop, packets in INTERFACE_DROPS:
+        # a bond port drops what arrives on it by design (an active-backup bond's idle port): drops are judged on
+        # interfaces outside bonds only
+        for drop, packets in INTERFACE_DROPS if name not in members else ():
             count, total = win.growth("interfaces", name, drop), win.growth("interfaces", name, packets)
-            if count and (not total or count > DROP_SHARE * total):
+            rate = win.per_hour(count) if count else None
+            if count and (not total or count > DROP_SHARE * total) and rate is not None and rate >= DROPS_PER_HOUR:
                 drops[drop] = count
         if not grown and not drops:
             continue
@@ -162,6 +196,10 @@ def interface_errors(ctx):
         ctx.finding(name, "%s: %s %s" % (name, said, win.said()),
                     dict(win.evidence(), interface=name, errors=grown, drops=drops,
                          per_hour=dict((c, win.per_hour(g)) for c, g in sorted(dict(grown, **drops).items()))))
+
+
+def _members_of(ctx, bond):
+    return [n.get("name") for n in ctx.facts.get("nics") or [] if isinstance(n, dict) and n.get("bond_master") == bond]
 
 
 @host_rule(
@@ -174,7 +212,7 @@ def interface_errors(ctx):
     read the kernel log (dmesg: 'AER:') for the device and error type; replace the part if the errors continue.""")
 def pcie_errors(ctx):
     now = counters(ctx)
-    aer = dict((a, v) for a, v in (now.get("aer") or {}).items() if isinstance(v, dict))
+    aer = _section(now, "aer")
     if not aer:
         raise NotApplicable("no AER counters (the kernel exposes aer_dev_* with AER on, for the GPUs', NICs' and "
                             "bridges' functions)")
@@ -188,12 +226,15 @@ def pcie_errors(ctx):
             if not total:
                 continue
             if win is not None and not win.since_boot:
-                before = ((win.before.get("aer") or {}).get(address) or {}).get(kind)
+                before = (_section(win.before, "aer").get(address) or {}).get(kind)
                 before_total = _counter(before.get("total")) if isinstance(before, dict) else None
-                grown = total - before_total if before_total is not None and total >= before_total else total
+                if before_total is None:
+                    grown, when = total, "since boot (not in the baseline)"
+                else:
+                    grown = total - before_total if total >= before_total else total
+                    when = win.said()
                 if not grown:
                     continue
-                when = win.said()
             else:
                 grown, when = total, "since boot"
             ctx.finding(address, "%s (%s): %d %s PCIe error(s) %s (%s)" % (
@@ -207,7 +248,7 @@ def pcie_errors(ctx):
         total = _counter(entry.get("total")) if isinstance(entry, dict) else None
         if not total:
             continue
-        before = ((win.before.get("aer") or {}).get(address) or {}).get("correctable")
+        before = (_section(win.before, "aer").get(address) or {}).get("correctable")
         before_total = _counter(before.get("total")) if isinstance(before, dict) else None
         if before_total is None:
             continue
@@ -229,13 +270,13 @@ def pcie_errors(ctx):
     """Physical-layer errors: the cable or transceiver and the switch port (mlxlink, the switch's port counters).
     Transport errors on RoCE: the lossless settings (PFC on the RoCE priority, ECN) along the whole path.""")
 def rdma_errors(ctx):
-    win = window(ctx)
     now = counters(ctx)
-    if not now.get("rdma"):
+    if not _section(now, "rdma"):
         raise NotApplicable("no RDMA port counters (no RDMA device, or its driver exposes none)")
+    win = window(ctx)
     if win is None:
         raise NotApplicable("RDMA error growth is " + NO_BASELINE)
-    for port in sorted(now["rdma"]):
+    for port in sorted(_section(now, "rdma")):
         grown = dict((c, win.growth("rdma", port, c)) for c in RDMA_PORT_ERRORS + RDMA_TRANSPORT_ERRORS)
         grown = dict((c, g) for c, g in grown.items() if g)
         if not grown:

@@ -19,14 +19,17 @@ class Failed(Exception):
 class Module:
     check_mode = False
 
-    def __init__(self):
+    def __init__(self, service="inactive"):
         self.ran = []
+        self.service = service  # what systemctl is-active says of the rollback service
 
     def get_bin_path(self, name, required=False):
         return {"systemctl": "/bin/systemctl"}.get(name)
 
     def run_command(self, argv, **_kwargs):
         self.ran.append(argv)
+        if argv[1:2] == ["is-active"]:
+            return (0 if self.service == "active" else 3), self.service + "\n", ""
         return 0, "", ""
 
     def fail_json(self, **kwargs):
@@ -75,8 +78,22 @@ def test_a_call_after_the_settle_time_disarms_and_drops_the_backup(state):
     module = Module()
     result = rollback.confirm(module, "/", 5)
     assert result["pending"] is False and result["disarmed"] is True and result["apply_rc"] == 0
-    assert module.ran == [["/bin/systemctl", "stop", "gpuops-fabric-rollback.timer"]]
+    assert module.ran == [["/bin/systemctl", "stop", "gpuops-fabric-rollback.timer"],
+                          ["/bin/systemctl", "is-active", "gpuops-fabric-rollback.service"]]
     assert not state.exists()
+
+
+@pytest.mark.parametrize("service", ["activating", "active"])
+def test_a_timer_that_fired_just_before_keeps_its_backup(state, service):
+    """The timer fired a moment before it was stopped: its restore runs (the marker comes at its end); the
+    confirmation fails and leaves the backup the restore copies from."""
+    applied(state, 0, 60)
+    (state / "files").mkdir()
+    with pytest.raises(Failed) as failed:
+        rollback.confirm(Module(service), "/", 5)
+    assert failed.value.args[0]["rolled_back"] is True and "restoring its previous network files" in \
+        failed.value.args[0]["msg"]
+    assert (state / "files").is_dir()
 
 
 def test_settle_zero_confirms_at_once(state):
