@@ -58,15 +58,23 @@ class Window:
     def __init__(self, now, before, seconds, since_boot, baseline_at):
         self.now, self.before, self.seconds, self.since_boot = now, before, seconds, since_boot
         self.baseline_at = baseline_at
+        # each section checked once, not on every counter looked up
+        readings = {"now": now, "before": before}
+        self._sections = dict(((which, name), _section(readings[which], name))
+                              for which in readings for name in ("interfaces", "aer", "rdma"))
+
+    def section(self, which, name):
+        """A section (interfaces, aer, rdma) of ``now`` or ``before`` as {key: dict}."""
+        return self._sections[(which, name)]
 
     def growth(self, section, key, name):
         """How much counter ``name`` of ``section[key]`` grew; None when either reading lacks it."""
-        now = _counter((_section(self.now, section).get(key) or {}).get(name))
+        now = _counter((self.section("now", section).get(key) or {}).get(name))
         if now is None:
             return None
         if self.since_boot:
             return now
-        entry = _section(self.before, section).get(key)
+        entry = self.section("before", section).get(key)
         if entry is None:
             return None  # not there at the baseline (hot-plugged, renamed): no window for it
         before = _counter(entry.get(name))
@@ -117,11 +125,16 @@ def window(ctx):
 
 
 def _interfaces(win, kinds):
-    return sorted(n for n, v in _section(win.now, "interfaces").items() if v.get("kind") in kinds)
+    return sorted(n for n, v in win.section("now", "interfaces").items() if v.get("kind") in kinds)
 
 
 def _bond_members(ctx):
-    return set(n.get("name") for n in ctx.facts.get("nics") or [] if isinstance(n, dict) and n.get("bond_master"))
+    """{bond: [its ports]} from the NIC facts."""
+    bonds = {}
+    for nic in ctx.facts.get("nics") or []:
+        if isinstance(nic, dict) and nic.get("bond_master"):
+            bonds.setdefault(nic["bond_master"], []).append(nic.get("name"))
+    return bonds
 
 
 @host_rule(
@@ -171,11 +184,12 @@ def interface_errors(ctx):
     if win is None:
         counters(ctx)
         raise NotApplicable("error and drop growth is " + NO_BASELINE)
-    members = _bond_members(ctx)
+    bonds = _bond_members(ctx)
+    members = set(m for ports in bonds.values() for m in ports)
     # a bond's statistics are its ports' summed: the ports are judged, the bond only where it has none counted
     counted = set(_interfaces(win, ("physical", "ipoib")))
     for name in _interfaces(win, ("physical", "bond", "ipoib")):
-        if name not in counted and any(m in counted for m in _members_of(ctx, name)):
+        if name not in counted and any(m in counted for m in bonds.get(name, ())):
             continue
         grown = dict((c, win.growth("interfaces", name, c)) for c in INTERFACE_ERRORS)
         grown = dict((c, g) for c, g in grown.items() if g)
@@ -196,10 +210,6 @@ def interface_errors(ctx):
         ctx.finding(name, "%s: %s %s" % (name, said, win.said()),
                     dict(win.evidence(), interface=name, errors=grown, drops=drops,
                          per_hour=dict((c, win.per_hour(g)) for c, g in sorted(dict(grown, **drops).items()))))
-
-
-def _members_of(ctx, bond):
-    return [n.get("name") for n in ctx.facts.get("nics") or [] if isinstance(n, dict) and n.get("bond_master") == bond]
 
 
 @host_rule(
@@ -226,7 +236,7 @@ def pcie_errors(ctx):
             if not total:
                 continue
             if win is not None and not win.since_boot:
-                before = (_section(win.before, "aer").get(address) or {}).get(kind)
+                before = (win.section("before", "aer").get(address) or {}).get(kind)
                 before_total = _counter(before.get("total")) if isinstance(before, dict) else None
                 if before_total is None:
                     grown, when = total, "since boot (not in the baseline)"
@@ -248,7 +258,7 @@ def pcie_errors(ctx):
         total = _counter(entry.get("total")) if isinstance(entry, dict) else None
         if not total:
             continue
-        before = (_section(win.before, "aer").get(address) or {}).get("correctable")
+        before = (win.section("before", "aer").get(address) or {}).get("correctable")
         before_total = _counter(before.get("total")) if isinstance(before, dict) else None
         if before_total is None:
             continue
