@@ -25,15 +25,14 @@ def text(*parts):
 
 def test_aer_in_the_kernel_s_current_format():
     """An AMD Vega's aer_dev_* (short names, every type listed, all zero)."""
-    device = ("sysfs-pci-aer", "procfs-class-ttar-amdgpu-vega", "sys", "bus", "pci", "devices", "0000:09:00.0")
+    device = ("sysfs-pci-aer", "amdgpu-vega-0000_09_00.0")
     for name in ("aer_dev_correctable", "aer_dev_nonfatal", "aer_dev_fatal"):
         assert parse_aer(text(*device + (name,))) == {"total": 0, "by_type": {}}
 
 
 def test_aer_in_the_old_long_format():
     """The kernel ABI document's sample: long labels with spaces ("RELAY_NUM Rollover 0"), Receiver Error 2."""
-    parsed = parse_aer(text("sysfs-pci-aer", "kernel-abi-doc-sample-1c.0", "sys", "devices", "pci0000:00",
-                            "0000:00:1c.0", "aer_dev_correctable"))
+    parsed = parse_aer(text("sysfs-pci-aer", "kernel-abi-doc-sample-0000_00_1c.0", "aer_dev_correctable"))
     assert parsed == {"total": 2, "by_type": {"Receiver Error": 2}}
 
 
