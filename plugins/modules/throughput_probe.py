@@ -16,8 +16,10 @@ description:
     under C(timeout) so it ends after O(lifetime) seconds even when nobody connects and nobody stops it (the
     controller was interrupted, the connection dropped). It returns once the server listens.
   - O(mode=client) runs C(iperf3 -c) from O(bind) to O(server) for O(duration) seconds (JSON output) and returns the
-    receiver's goodput in Gbit/s. A failed measurement (connection refused, timeout) is reported in RV(error), not as
-    a failed task, so a probe round goes on.
+    receiver's goodput in Gbit/s and the share of segments the sender retransmitted. With O(latency), it also pings
+    the server, first idle and then while iperf3 runs, and returns both round-trip time distributions. A failed
+    measurement (connection refused, timeout) is reported in RV(error), not as a failed task, so a probe round goes
+    on.
   - O(mode=stop) stops the server this module started for O(bind) and O(port) (all of them when O(bind) is omitted).
     Only processes recorded in its pid files that still are C(timeout)/C(iperf3) are signalled.
   - The role C(gpuops.fabric.probes) runs these in rounds of disjoint pairs from M(gpuops.fabric.probe_plan) and
@@ -60,6 +62,23 @@ options:
     description: Seconds to wait for a server to listen.
     type: float
     default: 5
+  latency:
+    description:
+      - Client mode. Also measure latency under load. First O(latency_idle_count) plain pings from O(bind) to
+        O(server) with the path idle, then pings every O(latency_interval) seconds while iperf3 loads the same path
+        (from the end of slow start, at most 1 s in, until just before it stops sending).
+      - The difference between the two is the queue the load builds (bufferbloat) and its jitter. Needs C(ping)
+        (iputils-ping). Without it the goodput is still measured and RV(latency) says why latency was not.
+    type: bool
+    default: false
+  latency_interval:
+    description: Seconds between pings of the latency measurement (0.002 to 10; below 0.2 needs root with old iputils).
+    type: float
+    default: 0.2
+  latency_idle_count:
+    description: Pings sent with the path idle, before the load (1 to 1000).
+    type: int
+    default: 10
 """
 
 EXAMPLES = r"""
@@ -93,6 +112,32 @@ retransmits:
   description: TCP retransmits the sender counted (client mode).
   returned: client mode
   type: int
+bytes:
+  description: Bytes the sender sent (client mode; null when iperf3 did not say).
+  returned: client mode
+  type: int
+mss:
+  description: The connection's TCP maximum segment size iperf3 reported (client mode).
+  returned: client mode
+  type: int
+retransmit_percent:
+  description: Retransmits as a share of the segments sent (bytes over MSS), in percent (client mode).
+  returned: client mode
+  type: float
+  sample: 0.0112
+latency:
+  description:
+    - Latency under load (client mode with O(latency); null otherwise). C(idle) and C(loaded) each hold C(sent),
+      C(received), C(loss_percent), C(samples) and C(min_ms), C(p50_ms), C(p99_ms), C(max_ms) (nearest-rank
+      percentiles of the replies' round-trip times; null without replies), and C(error).
+    - C(interval) is the seconds between pings; C(error) is the first reason a part did not run.
+  returned: client mode
+  type: dict
+  sample: {"interval": 0.2, "error": null,
+           "idle": {"sent": 10, "received": 10, "loss_percent": 0.0, "samples": 10, "min_ms": 0.041, "p50_ms": 0.052,
+                    "p99_ms": 0.081, "max_ms": 0.081, "error": null},
+           "loaded": {"sent": 18, "received": 18, "loss_percent": 0.0, "samples": 18, "min_ms": 11.2, "p50_ms": 44.9,
+                      "p99_ms": 51.3, "max_ms": 51.3, "error": null}}
 seconds:
   description: Length of the measurement (client mode).
   returned: client mode
@@ -120,12 +165,16 @@ import glob  # noqa: E402  (after the documentation, as Ansible modules are laid
 import ipaddress  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
+import threading  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.iperf3 import (
-    PID_DIR, listening, ours, parse_iperf3, pidfile, stop,
+    PID_DIR, failed, listening, ours, parse_iperf3, pidfile, stop,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.ping import (
+    MAX_OUTPUT, latency_argv, summarize_latency,
 )
 
 
@@ -206,25 +255,87 @@ def _read_text(path):
         return ""
 
 
-def measure(module):
-    params = module.params
-    _version(module, "server")
-    iperf3 = module.get_bin_path("iperf3", required=True)
-    argv = [iperf3, "-c", params["server"], "-p", str(params["port"]), "-t", str(params["duration"]),
-            "-P", str(params["streams"]), "-J", "--connect-timeout", "3000"]
-    if params["bind"]:
-        argv += ["-B", params["bind"]]
+def _ping(argv, timeout):
+    """One ping run summarized; its error when it could not run."""
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": "ping did not finish within %g s" % timeout}
+    except OSError as exc:
+        return {"error": "ping did not run: %s" % exc}
+    output = done.stdout[:MAX_OUTPUT].decode("utf-8", "replace")
+    summary = summarize_latency(output)
+    summary["error"] = None if summary["sent"] else "ping gave no summary: %s" % (output.strip()[-200:] or "(nothing)")
+    return summary
+
+
+def _iperf3(argv, limit, during=None):
+    """Run the iperf3 client, ``during()`` in a thread beside it; the parsed result and what ``during`` returned."""
+    box = {}
+    helper = None
+    if during:
+        helper = threading.Thread(target=lambda: box.update(value=during()))
+        helper.daemon = True
+        helper.start()
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=params["duration"] + 20, check=False)
+                              timeout=limit, check=False)
         result = parse_iperf3(done.stdout.decode("utf-8", "replace"))
         if result["error"] and done.stderr:
             result["error"] += " (%s)" % done.stderr.decode("utf-8", "replace").strip()[-200:]
     except subprocess.TimeoutExpired:
-        result = {"gbps": None, "retransmits": None, "seconds": None,
-                  "error": "iperf3 client did not finish within %d s" % (params["duration"] + 20)}
+        result = failed("iperf3 client did not finish within %d s" % limit)
+    except OSError as exc:
+        result = failed("iperf3 did not run: %s" % exc)
+    if helper is not None:
+        helper.join(limit)  # the pings end on their own (count and deadline): bounded
+    return result, box.get("value")
+
+
+def measure(module):
+    params = module.params
+    version = _version(module, "server")
+    if params["bind"] and _version(module, "bind") != version:
+        module.fail_json(msg="bind: %s and server: %s are not of the same IP version" % (params["bind"], params["server"]))
+    iperf3 = module.get_bin_path("iperf3", required=True)
+    duration = params["duration"]
+    argv = [iperf3, "-c", params["server"], "-p", str(params["port"]), "-t", str(duration),
+            "-P", str(params["streams"]), "-J", "--connect-timeout", "3000"]
+    if params["bind"]:
+        argv += ["-B", params["bind"]]
+    latency, during = None, None
+    if params["latency"]:
+        interval = params["latency_interval"]
+        ping = module.get_bin_path("ping")
+        latency = {"interval": interval, "idle": None, "loaded": None, "error": None}
+        if not ping:
+            latency["error"] = "ping is not installed (iputils-ping)"
+        else:
+            def pings(count):
+                return latency_argv(ping, params["server"], version, count, interval=interval, wait=2,
+                                    source=params["bind"])
+            idle = params["latency_idle_count"]
+            latency["idle"] = _ping(pings(idle), idle * interval + 10)
+            # Under load: from the end of slow start to just before iperf3 stops sending.
+            ramp = min(1.0, duration / 4.0)
+            loaded = max(1, int((duration - ramp - 0.3) / interval + 1e-9))
+
+            def during():
+                time.sleep(ramp)
+                return _ping(pings(loaded), loaded * interval + 10)
+    result, loaded_summary = _iperf3(argv, duration + 20, during)
+    if latency is not None:
+        latency["loaded"] = loaded_summary
+        if latency["error"] is None:
+            errors = [part["error"] for part in (latency["idle"], latency["loaded"]) if part and part.get("error")]
+            latency["error"] = errors[0] if errors else None
+    result["latency"] = latency
     msg = ("%.3g Gbit/s from %s to %s" % (result["gbps"], params["bind"] or "(any)", params["server"])
            if result["gbps"] is not None else "measurement failed: %s" % result["error"])
+    if latency and latency.get("loaded") and latency["loaded"].get("p99_ms") is not None and \
+            latency["idle"].get("p50_ms") is not None:
+        msg += "; ping p50 %s ms idle, p99 %s ms under load" % (latency["idle"]["p50_ms"], latency["loaded"]["p99_ms"])
     module.exit_json(changed=False, argv=argv, msg=msg, **result)
 
 
@@ -254,6 +365,9 @@ def main():
             streams=dict(type="int", default=1),
             lifetime=dict(type="int"),
             timeout=dict(type="float", default=5),
+            latency=dict(type="bool", default=False),
+            latency_interval=dict(type="float", default=0.2),
+            latency_idle_count=dict(type="int", default=10),
         ),
         required_if=[("mode", "server", ("bind",)), ("mode", "client", ("server",))],
         supports_check_mode=True,
@@ -262,6 +376,10 @@ def main():
     for key, low, high in (("port", 1, 65535), ("duration", 1, 3600), ("streams", 1, 128)):
         if not low <= params[key] <= high:
             module.fail_json(msg="%s: %r is outside %d..%d" % (key, params[key], low, high))
+    if not 1 <= params["latency_idle_count"] <= 1000:
+        module.fail_json(msg="latency_idle_count: %r is outside 1..1000" % params["latency_idle_count"])
+    if not 0.002 <= params["latency_interval"] <= 10:
+        module.fail_json(msg="latency_interval: %r is outside 0.002..10 seconds" % params["latency_interval"])
     if params["lifetime"] is not None and params["lifetime"] < 1:
         module.fail_json(msg="lifetime: %r must be at least 1" % params["lifetime"])
     {"server": serve, "client": measure, "stop": halt}[params["mode"]](module)

@@ -94,6 +94,51 @@ def test_probes_find_the_mtu_and_the_slow_link(ansible_env, testbed, tmp_path):
     assert "Measured throughput" in (tmp_path / "report" / "report.md").read_text()
 
 
+def test_latency_under_load_finds_a_deep_queue(ansible_env, testbed, tmp_path):
+    """A real queue, not a model of one: the bridge's ports towards hosts 1 and 2 (the switch) shaped to 300 Mbit/s
+    with tc tbf holding 100 ms of traffic, the hosts' own links left fast (a sender's own qdisc is kept short by TCP
+    small queues). Four iperf3 streams fill what they can of it in 5 s (here 15 to 25 ms; their congestion control
+    backs off before the 3.75 MB are full), and the pings between the two climb from under a tenth of a millisecond
+    to that: STAB-005 against an 8 ms budget (fabric_probe_queue_delay_ms; the derived budget, 1 MB at the goodput,
+    is 28 ms here and judged in the unit tests). The same pair behind a queue of 1 ms and a 64 kB burst (about 3 ms
+    in all) passes, and pays for it in drops: the four streams overflow 11 jumbo frames of queue and retransmit
+    (here a third of their segments; STAB-006). The module's shaping (1 Gbit/s, 50 ms, both ends) is put back afterwards."""
+    pair = testbed.names[:2]
+    seen = {}
+    try:
+        for queue, burst in (("100ms", "256kb"), ("1ms", "64kb")):
+            for index in (1, 2):
+                testbed.shape(index, "300mbit", latency=queue, burst=burst, host_side=False)  # a switch port's queue
+            group = {
+                "fabric_networks": {"training": {"role": "training", "subnet": testbed.train_subnet(), "mtu": 9000,
+                                                 "speed_mbps": 1000}},
+                "fabric_attachments": {"training": "eth1"}, "fabric_audit_fail_on": "never",
+                "fabric_report_dir": str(tmp_path / queue), "fabric_probe_duration": 5, "fabric_probe_streams": 4,
+                "fabric_probes": ["throughput", "latency"], "fabric_probe_queue_delay_ms": 8,
+            }
+            inv = testbed.write_inventory(tmp_path / ("inventory-%s.json" % queue), group, hosts=pair)
+            done = audit(ansible_env, inv, "--check", "--tags", "probes")
+            assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+            seen[queue] = json.loads((tmp_path / queue / "report.json").read_text())
+    finally:
+        for index in (1, 2):
+            testbed.shape(index, "1gbit")
+    deep, shallow = seen["100ms"], seen["1ms"]
+    [measured] = [m for m in deep["measurements"] if m["kind"] == "throughput"]
+    assert measured["idle_p50_ms"] < 1 and measured["loaded_p99_ms"] > 12, measured
+    [found] = [f for f in deep["findings"] if f["id"] == "STAB-005"]
+    assert found["host"] == measured["host"] and found["evidence"]["queue_delay_ms"] > 8
+    assert "ms of queue (about" in found["message"] and "budget 8 ms (fabric_probe_queue_delay_ms)" in found["message"]
+    [measured] = [m for m in shallow["measurements"] if m["kind"] == "throughput"]
+    assert measured["loaded_p99_ms"] is not None and measured["loaded_p99_ms"] < 8, measured
+    assert [f for f in shallow["findings"] if f["id"] == "STAB-005"] == []
+    assert shallow["outcomes"][measured["host"]]["STAB-005"]["status"] == "pass"
+    [dropped] = [f for f in shallow["findings"] if f["id"] == "STAB-006"]
+    assert dropped["evidence"]["retransmit_percent"] > 1 and "retransmits of" in dropped["message"]
+    assert "latency under load" in (tmp_path / "1ms" / "report.md").read_text()
+    assert ours() == []
+
+
 def test_probes_are_opt_in(ansible_env, testbed, tmp_path):
     done = audit(ansible_env, inventory(testbed, tmp_path))
     assert done.returncode == 0, done.stdout[-3000:]

@@ -137,13 +137,19 @@ class NamespaceHosts:
         return [n for n in names if n.startswith(self.prefix) and n[len(self.prefix):].isdigit()]
 
     # -- faults ----------------------------------------------------------------------------------------------
-    def shape(self, index, rate):
-        """Shape host ``index``'s training link to ``rate`` (tc syntax, e.g. '1gbit') in both directions."""
+    def shape(self, index, rate, latency="50ms", host_side=True, burst="256kb"):
+        """Shape host ``index``'s training link to ``rate`` (tc syntax, e.g. '1gbit') in both directions, with a
+        queue of ``latency`` at that rate (plus the ``burst``, which tbf's limit includes) in front of each end. ``host_side=False`` shapes
+        only the bridge's port towards the host, as a switch port's queue: the sender's own qdisc is bounded by TCP
+        small queues, so only a queue past the sender fills up (bufferbloat)."""
         name = self.names[index - 1]
         for args in (("ip", "netns", "exec", name, "tc"), ("tc",)):
             dev = "eth1" if len(args) > 1 else "%st%d" % (self.prefix, index)
-            sh(*(args + ("qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst", "256kb",
-                         "latency", "50ms")))
+            if len(args) > 1 and not host_side:
+                sh(*(args + ("qdisc", "del", "dev", dev, "root")), check=False)
+                continue
+            sh(*(args + ("qdisc", "replace", "dev", dev, "root", "tbf", "rate", rate, "burst", burst,
+                         "latency", latency)))
 
     def forward_lldp(self):
         """Let the training bridge pass LLDP frames (01:80:c2:00:00:0e; a bridge keeps them by default), so the hosts

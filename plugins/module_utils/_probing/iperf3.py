@@ -11,6 +11,7 @@ __metaclass__ = type
 
 import errno
 import json
+import math
 import os
 import signal
 import time
@@ -19,23 +20,43 @@ PID_DIR = "/run/gpuops-fabric/probes"
 
 
 # ---- iperf3 -----------------------------------------------------------------------------------------------
+def failed(error):
+    """A client result without a measurement."""
+    return {"gbps": None, "retransmits": None, "seconds": None, "error": error, "bytes": None, "mss": None,
+            "retransmit_percent": None}
+
+
+def _count(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def parse_iperf3(text):
-    """Goodput and retransmits from ``iperf3 -J`` (client side). {"gbps", "retransmits", "seconds", "error"}."""
+    """Goodput and retransmits from ``iperf3 -J`` (client side): {"gbps", "retransmits", "seconds", "error", "bytes",
+    "mss", "retransmit_percent"}; the share of segments retransmitted counts a segment per MSS of bytes sent."""
     try:
         data = json.loads(text)
     except ValueError:
-        return {"gbps": None, "retransmits": None, "seconds": None,
-                "error": "iperf3 printed no JSON: %s" % (text.strip()[-300:] or "(nothing)")}
+        return failed("iperf3 printed no JSON: %s" % (text.strip()[-300:] or "(nothing)"))
+    if not isinstance(data, dict):
+        return failed("iperf3 printed JSON that is not an object")
     if data.get("error"):
-        return {"gbps": None, "retransmits": None, "seconds": None, "error": str(data["error"])}
-    end = data.get("end") or {}
-    received = end.get("sum_received") or {}
-    sent = end.get("sum_sent") or {}
-    bits = received.get("bits_per_second")
-    if bits is None:
-        return {"gbps": None, "retransmits": None, "seconds": None, "error": "iperf3 JSON has no end.sum_received"}
-    return {"gbps": round(bits / 1e9, 3), "retransmits": sent.get("retransmits"),
-            "seconds": round(received.get("seconds") or 0, 2), "error": None}
+        return failed(str(data["error"])[:500])
+    end = data.get("end") if isinstance(data.get("end"), dict) else {}
+    received = end.get("sum_received") if isinstance(end.get("sum_received"), dict) else {}
+    sent = end.get("sum_sent") if isinstance(end.get("sum_sent"), dict) else {}
+    start = data.get("start") if isinstance(data.get("start"), dict) else {}
+    bits, seconds = received.get("bits_per_second"), received.get("seconds")
+    if not isinstance(bits, (int, float)) or isinstance(bits, bool) or not math.isfinite(bits) or bits < 0:
+        return failed("iperf3 JSON has no end.sum_received")
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not math.isfinite(seconds):
+        seconds = 0
+    retransmits, sent_bytes, mss = _count(sent.get("retransmits")), _count(sent.get("bytes")), _count(
+        start.get("tcp_mss_default"))
+    share = None
+    if retransmits is not None and sent_bytes and mss:
+        share = round(100.0 * retransmits * mss / sent_bytes, 4)  # of the segments sent (bytes / MSS)
+    return {"gbps": round(bits / 1e9, 3), "retransmits": retransmits, "seconds": round(seconds, 2), "error": None,
+            "bytes": sent_bytes, "mss": mss, "retransmit_percent": share}
 
 
 def pidfile(bind, port):

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import re
 
 IPV4_HEADERS = 28   # 20 bytes IPv4 + 8 bytes ICMP
@@ -57,3 +58,58 @@ def judge_ping(jumbo, small):
     if small.get("received"):
         return "mtu"
     return "unreachable" if small.get("received") is not None else "error"
+
+
+# ---- latency (round-trip times at idle and under load) ------------------------------------------------------------
+MAX_OUTPUT = 4 << 20  # bytes of ping output read; a reply line is under 100, so this holds 40000 of them
+
+
+def latency_argv(ping, address, version, count, interval=0.2, wait=2.0, source=None):
+    """Plain (56-byte) pings at ``interval`` seconds, each waited for at most ``wait`` seconds."""
+    argv = [ping, "-n", "-c", str(count), "-i", "%g" % interval, "-W", "%g" % wait]
+    if version == 6:
+        argv.insert(1, "-6")
+    if source:
+        argv += ["-I", source]
+    return argv + [address]
+
+
+_REPLY = re.compile(r"^\d+ bytes from [^\n]*?icmp_seq=\d+[^\n]*? time[=<] ?([0-9]+(?:\.[0-9]+)?) ?ms([^\n]*)$", re.M)
+
+
+def parse_rtts(output):
+    """Round-trip times (ms) of the replies in iputils or busybox ping's per-packet lines, duplicates left out."""
+    rtts = []
+    for found in _REPLY.finditer(output[:MAX_OUTPUT]):
+        if "DUP" in found.group(2):
+            continue
+        value = float(found.group(1))
+        if math.isfinite(value):
+            rtts.append(value)
+    return rtts
+
+
+def percentile(values, share):
+    """The nearest-rank percentile (``share`` in 0..100) of ``values``; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, int(math.ceil(share / 100.0 * len(ordered))))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def summarize_latency(output):
+    """{"sent", "received", "loss_percent", "min_ms", "p50_ms", "p99_ms", "max_ms", "samples"} of one ping run;
+    the times are None when no reply came, the counts None when ping printed no summary."""
+    output = output[:MAX_OUTPUT]
+    counts = parse_ping(output)
+    rtts = parse_rtts(output)
+    sent, received = counts["sent"], counts["received"]
+    if received is None and rtts:
+        received = len(rtts)
+    loss = round(100.0 * (sent - received) / sent, 2) if sent and received is not None else None
+    result = {"sent": sent, "received": received, "loss_percent": loss, "samples": len(rtts)}
+    for key, value in (("min_ms", percentile(rtts, 0)), ("p50_ms", percentile(rtts, 50)),
+                       ("p99_ms", percentile(rtts, 99)), ("max_ms", max(rtts) if rtts else None)):
+        result[key] = round(value, 3) if value is not None else None
+    return result

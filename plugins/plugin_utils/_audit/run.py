@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import switch_name, switch_port_name
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import (
@@ -141,6 +142,20 @@ def cabling(facts_by_host):
     return rows
 
 
+def _ms(part, key):
+    value = part.get(key) if isinstance(part, dict) else None
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+
+
+def latency_row(latency):
+    """The latency under load of one measurement as flat report columns (None where it was not measured)."""
+    latency = latency if isinstance(latency, dict) else {}
+    idle, loaded = latency.get("idle"), latency.get("loaded")
+    return {"idle_p50_ms": _ms(idle, "p50_ms"), "idle_p99_ms": _ms(idle, "p99_ms"),
+            "loaded_p50_ms": _ms(loaded, "p50_ms"), "loaded_p99_ms": _ms(loaded, "p99_ms"),
+            "loaded_max_ms": _ms(loaded, "max_ms"), "loaded_loss_percent": _ms(loaded, "loss_percent")}
+
+
 def measurements(expects):
     """What the probes measured, per host: throughput pairs, full-size ping pairs, nccl-tests peaks."""
     rows = []
@@ -152,7 +167,8 @@ def measurements(expects):
             rows.append({"host": host, "kind": "throughput", "peer": entry.get("peer"), "network": entry.get("network"),
                          "gbps": entry.get("gbps"), "expected_gbps": entry.get("expected_gbps"),
                          "basis": entry.get("basis"), "retransmits": entry.get("retransmits"),
-                         "error": entry.get("error")})
+                         "retransmit_percent": entry.get("retransmit_percent"), "error": entry.get("error")})
+            rows[-1].update(latency_row(entry.get("latency")))
         for entry in probes.get("jumbo") or []:
             rows.append({"host": host, "kind": "jumbo", "peer": entry.get("peer"), "network": entry.get("network"),
                          "payload": entry.get("payload"), "mtu": entry.get("mtu"), "status": entry.get("status")})

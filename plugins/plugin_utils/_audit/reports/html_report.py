@@ -11,7 +11,8 @@ __metaclass__ = type
 
 from html import escape
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
-    NCCL_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells, worst_severity,
+    NCCL_COLUMNS, THROUGHPUT_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells, throughput_cells,
+    worst_severity,
 )
 
 _CSS = """
@@ -99,6 +100,14 @@ def render_html(report):
                 esc(f["host"]), esc(f["id"]), esc(str(f["subject"])), esc(f["waiver"]["reason"]),
                 esc(f["waiver"]["expires"])))
         out.append("</tbody></table>")
+    throughput = [m for m in report.get("measurements") or [] if m["kind"] == "throughput"]
+    if throughput:
+        heads = "".join("<th>%s</th>" % esc(c) for c in THROUGHPUT_COLUMNS)
+        out += ["<h2>Measured throughput and latency under load</h2>", latency_svg(throughput),
+                '<table id="throughput"><thead><tr>%s</tr></thead><tbody>' % heads]
+        for m in throughput:
+            out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in throughput_cells(m, "")))
+        out.append("</tbody></table>")
     if report.get("nccl"):
         heads = "".join("<th>%s</th>" % esc(c) for c in NCCL_COLUMNS)
         out += ["<h2>NCCL: what it chose beside what the hardware offers</h2>",
@@ -160,4 +169,34 @@ def cabling_svg(rows):
     for name, y in sorted(right.items()):
         parts.append('<rect x="470" y="%d" width="160" height="24" fill="#efe"/><text x="476" y="%d">%s</text>'
                      % (y - 12, y + 5, escape(name)))
+    return "".join(parts) + "</svg>"
+
+
+def _ms(value):
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+
+
+def latency_svg(rows):
+    """Per measured pair, the ping round-trip time idle (p50, grey) beside under load (p99, orange), on one linear
+    scale (inline SVG, no script); empty where no latency was measured."""
+    pairs = [(r, _ms(r.get("idle_p50_ms")), _ms(r.get("loaded_p99_ms"))) for r in rows]
+    pairs = [p for p in pairs if p[1] is not None or p[2] is not None]
+    if not pairs:
+        return ""
+    top = max(max(v for v in (idle, loaded) if v is not None) for _r, idle, loaded in pairs) or 1.0
+    width, label, height = 420.0, 260, 26 + 30 * len(pairs)
+    parts = ['<svg class="latency" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" role="img" '
+             'aria-label="ping round-trip time idle and under load">' % (label + width + 90, height),
+             '<text x="%d" y="14">ping p50 idle (grey), p99 under load (orange), ms</text>' % label]
+    for index, (row, idle, loaded) in enumerate(pairs):
+        y = 24 + 30 * index
+        name = "%s -> %s (%s)" % (row["host"], row["peer"], row["network"])
+        parts.append('<text x="4" y="%d">%s</text>' % (y + 14, escape(name)))
+        for offset, value, colour in ((0, idle, "#999"), (11, loaded, "#e07b00")):
+            if value is None:
+                continue
+            parts.append('<rect x="%d" y="%d" width="%.1f" height="10" fill="%s"><title>%s ms</title></rect>'
+                         '<text x="%.1f" y="%d" font-size="10">%s</text>'
+                         % (label, y + offset, max(1.0, width * value / top), colour, value,
+                            label + max(1.0, width * value / top) + 4, y + offset + 9, value))
     return "".join(parts) + "</svg>"

@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
-    NCCL_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells,
+    NCCL_COLUMNS, THROUGHPUT_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells, throughput_cells,
 )
 
 
@@ -61,13 +61,10 @@ def render_markdown(report):
             lines.append("| %s | %s | %s | %s | %s |" % cells)
     throughput = [m for m in report.get("measurements") or [] if m["kind"] == "throughput"]
     if throughput:
-        lines += ["", "## Measured throughput", "", "| host | peer | network | Gbit/s | expected | basis |",
-                  "|---|---|---|---|---|---|"]
+        lines += ["", "## Measured throughput and latency under load", "",
+                  "| %s |" % " | ".join(THROUGHPUT_COLUMNS), "|%s" % ("---|" * len(THROUGHPUT_COLUMNS))]
         for m in throughput:
-            lines.append("| %s | %s | %s | %s | %s | %s |" % (
-                _md(m["host"]), _md(m["peer"]), _md(m["network"]),
-                "%.3g" % m["gbps"] if m["gbps"] is not None else "failed: %s" % _md(m["error"]),
-                "%.3g" % m["expected_gbps"] if m["expected_gbps"] is not None else "-", _md(m["basis"] or "")))
+            lines.append("| %s |" % " | ".join(_md(cell) for cell in throughput_cells(m, "-")))
     if report.get("nccl"):
         lines += ["", "## NCCL: what it chose beside what the hardware offers", "",
                   "| %s |" % " | ".join(NCCL_COLUMNS), "|%s" % ("---|" * len(NCCL_COLUMNS))]

@@ -58,6 +58,27 @@ def cabling_cells(row, missing):
                                    row["mfs"] or missing)]
 
 
+THROUGHPUT_COLUMNS = ("host", "peer", "network", "Gbit/s", "expected", "retransmitted", "ping idle p50 ms",
+                      "ping under load p50 / p99 / max ms", "loss under load", "basis")
+
+
+def _figure(value, fmt="%.3g"):
+    return fmt % value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def throughput_cells(row, missing):
+    """A throughput measurement's table cells as text (goodput, retransmits, latency idle and under load)."""
+    gbps = _figure(row.get("gbps"))
+    loaded = [_figure(row.get(k)) for k in ("loaded_p50_ms", "loaded_p99_ms", "loaded_max_ms")]
+    loss = _figure(row.get("loaded_loss_percent"), "%.3g%%")
+    return [str(cell) for cell in (
+        row["host"], row["peer"], row["network"], gbps if gbps is not None else "failed: %s" % row.get("error"),
+        _figure(row.get("expected_gbps")) or missing,
+        _figure(row.get("retransmit_percent"), "%.3g%%") or missing, _figure(row.get("idle_p50_ms")) or missing,
+        " / ".join(v or missing for v in loaded) if any(loaded) else missing, loss or missing,
+        row.get("basis") or missing)]
+
+
 REPORT_SCHEMA_VERSION = 1
 LINE_WIDTH = 280  # the longest console line of a finding (printed, with its indent, under 300); reports: full text
 ELLIPSIS = "\u2026"

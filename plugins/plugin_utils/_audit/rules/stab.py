@@ -295,3 +295,133 @@ def rdma_errors(ctx):
         ctx.finding(port, "%s: %s %s" % (port, said, win.said()),
                     dict(win.evidence(), port=port, counters=grown,
                          per_hour=dict((c, win.per_hour(g)) for c, g in sorted(grown.items()))))
+
+
+# ---- under load (the probes role's iperf3 measurements, with pings alongside) -------------------------------------
+QUEUE_BYTES = 1000000  # the default queue a load may build: what a shallow-buffered switch port holds ...
+MIN_QUEUE_DELAY_MS = 1.0  # ... and never less than this (scheduling noise on busy hosts)
+DEFAULT_RETRANSMIT_PERCENT = 0.1
+
+
+def _measured(ctx):
+    """The throughput measurements of the probes (list), or NotApplicable."""
+    probes = ctx.observed.get("probes")
+    if not isinstance(probes, dict) or not isinstance(probes.get("throughput"), list):
+        raise NotApplicable("no throughput probe ran (opt in with fabric_probes_enabled: true or --tags probes)")
+    return probes, [e for e in probes["throughput"] if isinstance(e, dict)]
+
+
+def _budget(value, default):
+    value = _number(value)
+    return value if value is not None and value > 0 else default
+
+
+def _pair_name(ctx, entry):
+    return "%s -> %s (%s)" % (ctx.host, entry.get("peer"), entry.get("network"))
+
+
+def _rtt(part, key):
+    value = _number((part or {}).get(key)) if isinstance(part, dict) else None
+    return value if value is not None and value >= 0 else None
+
+
+def queue_budget(probes, entry):
+    """(milliseconds of queueing allowed, what says so) for one measurement."""
+    fixed = _budget(probes.get("queue_delay_ms"), None)
+    if fixed is not None:
+        return fixed, "fabric_probe_queue_delay_ms"
+    gbps = _number(entry.get("gbps"))
+    speed = _number(entry.get("speed_mbps"))
+    rate = gbps * 1e9 if gbps and gbps > 0 else (speed * 1e6 if speed and speed > 0 else None)
+    if rate is None:
+        return MIN_QUEUE_DELAY_MS, "no rate known: %g ms" % MIN_QUEUE_DELAY_MS
+    drain = 8.0 * QUEUE_BYTES / rate * 1000
+    if drain <= MIN_QUEUE_DELAY_MS:
+        return MIN_QUEUE_DELAY_MS, "at least %g ms" % MIN_QUEUE_DELAY_MS
+    return round(drain, 2), "1 MB of queue at %.3g Gbit/s" % (rate / 1e9)
+
+
+@host_rule(
+    "STAB-005", "Latency under load above budget", "warn",
+    """Pings between two nodes while iperf3 loads the same path, against pings with the path idle. The difference of
+    the p99 under load and the p50 idle is the queue the load built: a switch or host queue that holds tens of
+    milliseconds of traffic (bufferbloat) makes every collective wait behind bulk data, and training steps jitter
+    while each node's checks pass. The budget is the time 1 MB of queue (what a shallow-buffered switch port holds)
+    takes to drain at the measured goodput, at least 1 ms, or fabric_probe_queue_delay_ms. No reply at all under
+    load, with replies idle, is a path that drops everything but the bulk flow.""",
+    """Find the queue: the node's qdisc (`tc -s qdisc show dev <nic>`, a deep pfifo or tbf; fq or fq_codel keep it
+    short), the NIC's ring and the switch port's buffer profile (a deep-buffer or lossless queue on a TCP network).
+    For TCP, an AQM (fq_codel) or ECN on the switch keeps queues short; for RoCE, PFC and ECN as the intent says.""")
+def latency_under_load(ctx):
+    probes, measured = _measured(ctx)
+    judged = False
+    for entry in measured:
+        latency = entry.get("latency")
+        if not isinstance(latency, dict):
+            continue
+        idle, loaded = latency.get("idle"), latency.get("loaded")
+        idle = idle if isinstance(idle, dict) else {}
+        loaded = loaded if isinstance(loaded, dict) else {}
+        idle_p50, loaded_p99 = _rtt(idle, "p50_ms"), _rtt(loaded, "p99_ms")
+        evidence = {"peer": entry.get("peer"), "network": entry.get("network"), "gbps": entry.get("gbps"),
+                    "interval_s": latency.get("interval"), "idle": idle, "loaded": loaded}
+        if idle_p50 is not None and _counter(loaded.get("sent")) and _counter(loaded.get("received")) == 0:
+            judged = True
+            ctx.finding(_pair_name(ctx, entry), "%s -> %s on %s: none of %d pings got a reply while iperf3 loaded "
+                        "the path (idle p50 %.3g ms)" % (ctx.host, entry.get("peer"), entry.get("network"),
+                                                         loaded["sent"], idle_p50), evidence)
+            continue
+        if idle_p50 is None or loaded_p99 is None:
+            continue  # the ping did not run or got no reply idle either (PROBE-002/004 say why)
+        judged = True
+        budget, basis = queue_budget(probes, entry)
+        delay = loaded_p99 - idle_p50
+        gbps = _number(entry.get("gbps"))
+        evidence.update(queue_delay_ms=round(delay, 3), budget_ms=budget, basis=basis,
+                        jitter_ms=round(loaded_p99 - (_rtt(loaded, "p50_ms") or loaded_p99), 3))
+        if gbps:
+            evidence["queue_bytes"] = int(max(delay, 0) / 1000.0 * gbps * 1e9 / 8)
+        if delay > budget:
+            held = " (about %s at %.3g Gbit/s)" % (_size(evidence["queue_bytes"]), gbps) if gbps else ""
+            ctx.finding(_pair_name(ctx, entry), "%s -> %s on %s: ping p99 %.3g ms while iperf3 loads the path, p50 "
+                        "%.3g ms idle: %.3g ms of queue%s, budget %.3g ms (%s)" % (
+                            ctx.host, entry.get("peer"), entry.get("network"), loaded_p99, idle_p50, delay, held,
+                            budget, basis), evidence)
+    if not judged:
+        raise NotApplicable("no latency under load was measured (latency in fabric_probes, ping on the nodes)")
+
+
+def _size(count):
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return "%.3g %s" % (count / scale, unit)
+    return "%d bytes" % count
+
+
+@host_rule(
+    "STAB-006", "TCP retransmits above budget", "warn",
+    """The share of a measurement's segments the sender sent again (iperf3's retransmits over the bytes sent per
+    segment). A flow that has its path to itself should lose almost nothing: retransmits are drops somewhere on the
+    path (an overflowing shallow queue, a bad cable or optic, a policer), and each one stalls the flow for a round
+    trip or a timeout, which a collective feels as jitter. The budget is fabric_probe_max_retransmit_percent
+    (0.1% by default).""",
+    """Look where packets drop: the interface and switch port error counters (STAB-002), a policer or shaper on the
+    path, a speed mismatch between sender and receiver ports; `ss -ti` on the node shows retransmits per connection.""")
+def retransmits(ctx):
+    probes, measured = _measured(ctx)
+    budget = _budget(probes.get("max_retransmit_percent"), DEFAULT_RETRANSMIT_PERCENT)
+    judged = False
+    for entry in measured:
+        share = _number(entry.get("retransmit_percent"))
+        if share is None or share < 0:
+            continue
+        judged = True
+        if share > budget:
+            count, sent, mss = (_counter(entry.get(k)) for k in ("retransmits", "bytes", "mss"))
+            segments = " of %d segments" % (sent // mss) if sent and mss else ""
+            ctx.finding(_pair_name(ctx, entry), "%s -> %s on %s: %s retransmits%s (%.3g%%), budget %.3g%%" % (
+                ctx.host, entry.get("peer"), entry.get("network"), count, segments, share, budget),
+                {"peer": entry.get("peer"), "network": entry.get("network"), "retransmits": count, "bytes": sent,
+                 "mss": mss, "retransmit_percent": share, "budget_percent": budget, "gbps": entry.get("gbps")})
+    if not judged:
+        raise NotApplicable("no throughput measurement counted its segments")
