@@ -1,7 +1,9 @@
 """Benchmark: the audit over real SSH on 16 / 64 / 128 namespace hosts (tests/utils/nshosts.py), beside
 `ansible -m setup` on the same hosts in the same run, and the audit with probes (full-size pings + iperf3).
 
-Prints wall times, ratios and module round trips per host; asserts nothing. Target from issue 6: audit at most
+Prints wall times, ratios and module round trips per host; for the probes, the time spent measuring (rounds x
+(duration + idle pings)) beside the orchestration around it (the rest, beyond the audit without probes), with and
+without the latency-under-load pings; asserts nothing. Target from issue 6: audit at most
 1.5x setup. Needs root (network namespaces). Every host runs its own sshd; all share this machine's CPUs, so the
 figures are the controller's and sshd's cost, not a network's.
 
@@ -9,6 +11,7 @@ Run: .venv/bin/python benchmarks/audit_ssh_bench.py [--hosts 16 64 128] [--forks
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -26,12 +29,18 @@ import conftest  # noqa: E402
 from nshosts import NamespaceHosts, iperf3_processes  # noqa: E402
 
 
+DURATION = 2  # seconds of each iperf3 measurement
+IDLE_PINGS, PING_INTERVAL = 10, 0.2  # the role's defaults: the idle pings before each measurement
+
+
 def timed(command, env):
     start = time.perf_counter()
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
     if result.returncode != 0:
-        print("  %s failed (%d):\n%s\n%s" % (command[0], result.returncode, result.stdout[-1500:], result.stderr[-1500:]))
+        said = [line for line in result.stdout.splitlines() if line.startswith(("fatal:", "ERROR", "[ERROR"))]
+        print("  %s failed (%d):\n%s\n%s" % (
+            command[0], result.returncode, "\n".join(said[:5])[:3000], result.stderr[-1500:]))
     return elapsed, result
 
 
@@ -43,7 +52,7 @@ def bench(count, forks, probes, collections, work):
     try:
         group = {"fabric_networks": {"training": {"role": "training", "subnet": bed.train_subnet(), "mtu": 9000}},
                  "fabric_attachments": {"training": "eth1"}, "fabric_audit_fail_on": "never",
-                 "fabric_report_dir": os.path.join(work, "report%d" % count), "fabric_probe_duration": 2}
+                 "fabric_report_dir": os.path.join(work, "report%d" % count), "fabric_probe_duration": DURATION}
         inventory = bed.write_inventory(os.path.join(work, "inventory%d.yml" % count), group)
         bindir = os.path.dirname(sys.executable)
         env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_FORKS=str(forks),
@@ -56,10 +65,21 @@ def bench(count, forks, probes, collections, work):
         line = ("%4d hosts, forks %d, pipelining: test bed up %.1f s; ansible -m setup %.1f s; audit %.1f s "
                 "(ratio %.2f, %d module round trip(s) per host)" % figures)
         if probes:
-            probe_s, probed = timed([os.path.join(bindir, "ansible-playbook"), "-i", inventory, "gpuops.fabric.audit",
-                                     "-e", "fabric_probes_enabled=true"], env)
-            plan = re.search(r'"msg": "(training: [^"]*)"', probed.stdout)
-            line += "; audit with probes %.1f s (%s)" % (probe_s, plan.group(1) if plan else "no plan printed")
+            for label, kinds in (("with latency under load", ["jumbo", "throughput", "latency"]),
+                                 ("without", ["jumbo", "throughput"])):
+                probe_s, probed = timed([os.path.join(bindir, "ansible-playbook"), "-i", inventory,
+                                         "gpuops.fabric.audit", "-e", "fabric_probes_enabled=true",
+                                         "-e", json.dumps({"fabric_probes": kinds})], env)
+                plan = re.search(r'"msg": "(training: [^"]*)"', probed.stdout)
+                rounds = re.search(r"(\d+) round\(s\)", plan.group(1)) if plan else None
+                # what the rounds measure: each round's iperf3 run, and its idle pings before it (2 s by default)
+                per_round = DURATION + (IDLE_PINGS * PING_INTERVAL if "latency" in kinds else 0)
+                measuring = int(rounds.group(1)) * per_round if rounds else float("nan")
+                orchestration = probe_s - audit_s - measuring
+                line += ("\n      probes %s: %.1f s (%s): measuring %.1f s, orchestration %.1f s beyond the audit "
+                         "(orchestration / measuring %.2f)" % (
+                             label, probe_s, plan.group(1) if plan else "no plan", measuring, orchestration,
+                             orchestration / measuring))
             left = [p for p in iperf3_processes() if "198.18.21." in p[1]]
             line += "; iperf3 left: %d" % len(left)
         print(line, flush=True)

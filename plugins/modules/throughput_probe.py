@@ -129,7 +129,8 @@ latency:
   description:
     - Latency under load (client mode with O(latency); null otherwise). C(idle) and C(loaded) each hold C(sent),
       C(received), C(loss_percent), C(samples) and C(min_ms), C(p50_ms), C(p99_ms), C(max_ms) (nearest-rank
-      percentiles of the replies' round-trip times; null without replies), and C(error).
+      percentiles of the replies' round-trip times; null without replies), and C(error); a part that did not run is
+      null (no ping, or C(loaded) when the measurement failed) or holds only C(error) (ping did not finish).
     - C(interval) is the seconds between pings; C(error) is the first reason a part did not run.
   returned: client mode
   type: dict
@@ -174,7 +175,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._probing.iperf3 impo
     PID_DIR, failed, listening, ours, parse_iperf3, pidfile, stop,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.ping import (
-    MAX_OUTPUT, latency_argv, summarize_latency,
+    MAX_OUTPUT, MAX_PINGS, latency_argv, summarize_latency,
 )
 
 
@@ -271,11 +272,12 @@ def _ping(argv, timeout):
 
 
 def _iperf3(argv, limit, during=None):
-    """Run the iperf3 client, ``during()`` in a thread beside it; the parsed result and what ``during`` returned."""
-    box = {}
+    """Run the iperf3 client, ``during(cancelled)`` in a thread beside it; the parsed result and what ``during``
+    returned. ``cancelled`` is set when iperf3 ended (a refused connection ends it at once)."""
+    box, cancelled = {}, threading.Event()
     helper = None
     if during:
-        helper = threading.Thread(target=lambda: box.update(value=during()))
+        helper = threading.Thread(target=lambda: box.update(value=during(cancelled)))
         helper.daemon = True
         helper.start()
     try:
@@ -288,6 +290,7 @@ def _iperf3(argv, limit, during=None):
         result = failed("iperf3 client did not finish within %d s" % limit)
     except OSError as exc:
         result = failed("iperf3 did not run: %s" % exc)
+    cancelled.set()
     if helper is not None:
         helper.join(limit)  # the pings end on their own (count and deadline): bounded
     return result, box.get("value")
@@ -319,14 +322,16 @@ def measure(module):
             latency["idle"] = _ping(pings(idle), idle * interval + 10)
             # Under load: from the end of slow start to just before iperf3 stops sending.
             ramp = min(1.0, duration / 4.0)
-            loaded = max(1, int((duration - ramp - 0.3) / interval + 1e-9))
+            loaded = min(MAX_PINGS, max(1, int((duration - ramp - 0.3) / interval + 1e-9)))
 
-            def during():
-                time.sleep(ramp)
+            def during(cancelled):
+                if cancelled.wait(ramp):
+                    return None  # iperf3 ended before the load began (refused): no loaded pings
                 return _ping(pings(loaded), loaded * interval + 10)
     result, loaded_summary = _iperf3(argv, duration + 20, during)
     if latency is not None:
-        latency["loaded"] = loaded_summary
+        # pings beside a measurement that failed measured an idle path: not latency under load
+        latency["loaded"] = loaded_summary if result["gbps"] is not None else None
         if latency["error"] is None:
             errors = [part["error"] for part in (latency["idle"], latency["loaded"]) if part and part.get("error")]
             latency["error"] = errors[0] if errors else None

@@ -144,7 +144,12 @@ def cabling(facts_by_host):
 
 def _ms(part, key):
     value = part.get(key) if isinstance(part, dict) else None
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return value if math.isfinite(value) else None
+    except OverflowError:  # an int past a float's range
+        return None
 
 
 def latency_row(latency):
@@ -156,6 +161,12 @@ def latency_row(latency):
             "loaded_max_ms": _ms(loaded, "max_ms"), "loaded_loss_percent": _ms(loaded, "loss_percent")}
 
 
+def _entries(probes, key):
+    """The measurements of one probe as dicts (hand-set or corrupt host variables may hold anything)."""
+    value = probes.get(key)
+    return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
+
+
 def measurements(expects):
     """What the probes measured, per host: throughput pairs, full-size ping pairs, nccl-tests peaks."""
     rows = []
@@ -163,13 +174,13 @@ def measurements(expects):
         probes = observed(expects[host], "probes")
         if not isinstance(probes, dict):
             continue
-        for entry in probes.get("throughput") or []:
+        for entry in _entries(probes, "throughput"):
             rows.append({"host": host, "kind": "throughput", "peer": entry.get("peer"), "network": entry.get("network"),
                          "gbps": entry.get("gbps"), "expected_gbps": entry.get("expected_gbps"),
                          "basis": entry.get("basis"), "retransmits": entry.get("retransmits"),
                          "retransmit_percent": entry.get("retransmit_percent"), "error": entry.get("error")})
             rows[-1].update(latency_row(entry.get("latency")))
-        for entry in probes.get("jumbo") or []:
+        for entry in _entries(probes, "jumbo"):
             rows.append({"host": host, "kind": "jumbo", "peer": entry.get("peer"), "network": entry.get("network"),
                          "payload": entry.get("payload"), "mtu": entry.get("mtu"), "status": entry.get("status")})
         nccl = probes.get("nccl")

@@ -63,7 +63,12 @@ THROUGHPUT_COLUMNS = ("host", "peer", "network", "Gbit/s", "expected", "retransm
 
 
 def _figure(value, fmt="%.3g"):
-    return fmt % value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return fmt % value
+    except OverflowError:  # an int past a float's range
+        return None
 
 
 def throughput_cells(row, missing):
@@ -72,7 +77,8 @@ def throughput_cells(row, missing):
     loaded = [_figure(row.get(k)) for k in ("loaded_p50_ms", "loaded_p99_ms", "loaded_max_ms")]
     loss = _figure(row.get("loaded_loss_percent"), "%.3g%%")
     return [str(cell) for cell in (
-        row["host"], row["peer"], row["network"], gbps if gbps is not None else "failed: %s" % row.get("error"),
+        row["host"], row["peer"], row["network"],
+        gbps if gbps is not None else ("failed: %s" % row.get("error") if row.get("gbps") is None else "?"),
         _figure(row.get("expected_gbps")) or missing,
         _figure(row.get("retransmit_percent"), "%.3g%%") or missing, _figure(row.get("idle_p50_ms")) or missing,
         " / ".join(v or missing for v in loaded) if any(loaded) else missing, loss or missing,

@@ -133,7 +133,8 @@ def probe_throughput(ctx):
 @host_rule(
     "PROBE-004", "Probe could not run", "warn",
     """A probe this run asked for did not produce a measurement: the host has no address on a network it is attached
-    to, ping or iperf3 is missing, an iperf3 server could not start (the port is taken) or a measurement failed.
+    to, ping or iperf3 is missing, an iperf3 server could not start (the port is taken), a measurement failed, or the
+    pings of the latency under load did not run.
     The path it should have checked is unverified.""",
     """Install iputils-ping and iperf3 on the nodes, free the probe port (fabric_probe_port) or pick another, and
     check the addresses on the network; then probe again.""")
@@ -153,10 +154,15 @@ def probe_errors(ctx):
         message = "iperf3 server for %s on %s did not start: %s" % (entry.get("peer"), entry.get("network"),
                                                                     entry.get("error"))
         ctx.finding("iperf3 server %s:%s" % (entry.get("bind"), entry.get("port")), message, entry)
-    for entry in probes.get("throughput") or []:
+    throughput = probes.get("throughput") if isinstance(probes.get("throughput"), list) else []
+    for entry in [e for e in throughput if isinstance(e, dict)]:
         if entry.get("gbps") is None:
             ctx.finding(_pair(entry, ctx.host), "iperf3 from %s to %s on %s failed: %s" % (
                 ctx.host, entry.get("peer"), entry.get("network"), entry.get("error")), entry)
+        elif isinstance(entry.get("latency"), dict) and entry["latency"].get("error"):
+            ctx.finding(_pair(entry, ctx.host), "latency under load from %s to %s on %s not measured: %s" % (
+                ctx.host, entry.get("peer"), entry.get("network"), entry["latency"]["error"]),
+                {"peer": entry.get("peer"), "network": entry.get("network"), "latency": entry["latency"]})
 
 
 @host_rule(

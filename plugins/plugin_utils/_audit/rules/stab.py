@@ -301,6 +301,7 @@ def rdma_errors(ctx):
 QUEUE_BYTES = 1000000  # the default queue a load may build: what a shallow-buffered switch port holds ...
 MIN_QUEUE_DELAY_MS = 1.0  # ... and never less than this (scheduling noise on busy hosts)
 DEFAULT_RETRANSMIT_PERCENT = 0.1
+LOST_UNDER_LOAD = (2, 0.05)  # pings lost under load worth a finding: at least 2, and 5% of those sent
 
 
 def _measured(ctx):
@@ -311,9 +312,15 @@ def _measured(ctx):
     return probes, [e for e in probes["throughput"] if isinstance(e, dict)]
 
 
-def _budget(value, default):
-    value = _number(value)
-    return value if value is not None and value > 0 else default
+def _budget(value, default, zero=False):
+    """A budget from the probes' results: a finite number above 0 (``zero``: 0 too), else ``default``."""
+    try:
+        value = _number(value)
+    except OverflowError:
+        value = None
+    if value is None or value < 0 or (value == 0 and not zero):
+        return default
+    return value
 
 
 def _pair_name(ctx, entry):
@@ -321,8 +328,12 @@ def _pair_name(ctx, entry):
 
 
 def _rtt(part, key):
-    value = _number((part or {}).get(key)) if isinstance(part, dict) else None
-    return value if value is not None and value >= 0 else None
+    return _budget(part.get(key), None, zero=True) if isinstance(part, dict) else None
+
+
+def _rate(value):
+    """A positive finite rate (Gbit/s, Mb/s) or None."""
+    return _budget(value, None)
 
 
 def queue_budget(probes, entry):
@@ -330,9 +341,8 @@ def queue_budget(probes, entry):
     fixed = _budget(probes.get("queue_delay_ms"), None)
     if fixed is not None:
         return fixed, "fabric_probe_queue_delay_ms"
-    gbps = _number(entry.get("gbps"))
-    speed = _number(entry.get("speed_mbps"))
-    rate = gbps * 1e9 if gbps and gbps > 0 else (speed * 1e6 if speed and speed > 0 else None)
+    gbps, speed = _rate(entry.get("gbps")), _rate(entry.get("speed_mbps"))
+    rate = gbps * 1e9 if gbps else (speed * 1e6 if speed else None)
     if rate is None:
         return MIN_QUEUE_DELAY_MS, "no rate known: %g ms" % MIN_QUEUE_DELAY_MS
     drain = 8.0 * QUEUE_BYTES / rate * 1000
@@ -347,8 +357,9 @@ def queue_budget(probes, entry):
     the p99 under load and the p50 idle is the queue the load built: a switch or host queue that holds tens of
     milliseconds of traffic (bufferbloat) makes every collective wait behind bulk data, and training steps jitter
     while each node's checks pass. The budget is the time 1 MB of queue (what a shallow-buffered switch port holds)
-    takes to drain at the measured goodput, at least 1 ms, or fabric_probe_queue_delay_ms. No reply at all under
-    load, with replies idle, is a path that drops everything but the bulk flow.""",
+    takes to drain at the measured goodput, at least 1 ms, or fabric_probe_queue_delay_ms. Pings lost under load (at
+    least 2 and 5%, more than idle) are small messages waiting for a retransmission timeout; no reply at all is a
+    path that drops everything but the bulk flow.""",
     """Find the queue: the node's qdisc (`tc -s qdisc show dev <nic>`, a deep pfifo or tbf; fq or fq_codel keep it
     short), the NIC's ring and the switch port's buffer profile (a deep-buffer or lossless queue on a TCP network).
     For TCP, an AQM (fq_codel) or ECN on the switch keeps queues short; for RoCE, PFC and ECN as the intent says.""")
@@ -357,36 +368,47 @@ def latency_under_load(ctx):
     judged = False
     for entry in measured:
         latency = entry.get("latency")
-        if not isinstance(latency, dict):
-            continue
+        gbps = _rate(entry.get("gbps"))
+        if not isinstance(latency, dict) or gbps is None or entry.get("error"):
+            continue  # no load (the measurement failed: PROBE-004), or no pings
         idle, loaded = latency.get("idle"), latency.get("loaded")
         idle = idle if isinstance(idle, dict) else {}
         loaded = loaded if isinstance(loaded, dict) else {}
         idle_p50, loaded_p99 = _rtt(idle, "p50_ms"), _rtt(loaded, "p99_ms")
-        evidence = {"peer": entry.get("peer"), "network": entry.get("network"), "gbps": entry.get("gbps"),
+        sent, received = _counter(loaded.get("sent")), _counter(loaded.get("received"))
+        evidence = {"peer": entry.get("peer"), "network": entry.get("network"), "gbps": gbps,
                     "interval_s": latency.get("interval"), "idle": idle, "loaded": loaded}
-        if idle_p50 is not None and _counter(loaded.get("sent")) and _counter(loaded.get("received")) == 0:
+        subject = _pair_name(ctx, entry)
+        where = "%s -> %s on %s" % (ctx.host, entry.get("peer"), entry.get("network"))
+        if idle_p50 is None:
+            continue  # no reply idle either (PROBE-002), or the pings did not run (PROBE-004)
+        if sent and received == 0:
             judged = True
-            ctx.finding(_pair_name(ctx, entry), "%s -> %s on %s: none of %d pings got a reply while iperf3 loaded "
-                        "the path (idle p50 %.3g ms)" % (ctx.host, entry.get("peer"), entry.get("network"),
-                                                         loaded["sent"], idle_p50), evidence)
+            ctx.finding(subject, "%s: none of %d pings got a reply while iperf3 loaded the path (idle p50 %.3g ms)"
+                        % (where, sent, idle_p50), evidence)
             continue
-        if idle_p50 is None or loaded_p99 is None:
-            continue  # the ping did not run or got no reply idle either (PROBE-002/004 say why)
+        if loaded_p99 is None:
+            continue
         judged = True
         budget, basis = queue_budget(probes, entry)
         delay = loaded_p99 - idle_p50
-        gbps = _number(entry.get("gbps"))
+        loaded_p50 = _rtt(loaded, "p50_ms")
         evidence.update(queue_delay_ms=round(delay, 3), budget_ms=budget, basis=basis,
-                        jitter_ms=round(loaded_p99 - (_rtt(loaded, "p50_ms") or loaded_p99), 3))
-        if gbps:
-            evidence["queue_bytes"] = int(max(delay, 0) / 1000.0 * gbps * 1e9 / 8)
+                        jitter_ms=round(loaded_p99 - (loaded_p50 if loaded_p50 is not None else loaded_p99), 3),
+                        queue_bytes=int(max(delay, 0) / 1000.0 * gbps * 1e9 / 8))
         if delay > budget:
-            held = " (about %s at %.3g Gbit/s)" % (_size(evidence["queue_bytes"]), gbps) if gbps else ""
-            ctx.finding(_pair_name(ctx, entry), "%s -> %s on %s: ping p99 %.3g ms while iperf3 loads the path, p50 "
-                        "%.3g ms idle: %.3g ms of queue%s, budget %.3g ms (%s)" % (
-                            ctx.host, entry.get("peer"), entry.get("network"), loaded_p99, idle_p50, delay, held,
-                            budget, basis), evidence)
+            ctx.finding(subject, "%s: ping p99 %.3g ms while iperf3 loads the path, p50 %.3g ms idle: %.3g ms of "
+                        "queue (about %s at %.3g Gbit/s), budget %.3g ms (%s)" % (
+                            where, loaded_p99, idle_p50, delay, _size(evidence["queue_bytes"]), gbps, budget, basis),
+                        evidence)
+        lost = sent - received if sent and received is not None and received <= sent else 0
+        idle_sent, idle_received = _counter(idle.get("sent")), _counter(idle.get("received"))
+        idle_lost = (idle_sent - idle_received) / float(idle_sent) if idle_sent and idle_received is not None else 0
+        if lost >= LOST_UNDER_LOAD[0] and lost / float(sent) >= LOST_UNDER_LOAD[1] and lost / float(sent) > idle_lost:
+            ctx.finding(subject, "%s: %d of %d pings lost while iperf3 loads the path (%.3g%%; idle %.3g%%): each "
+                        "costs a small message a retransmission timeout" % (
+                            where, lost, sent, 100.0 * lost / sent, 100.0 * idle_lost),
+                        dict(evidence, lost=lost))
     if not judged:
         raise NotApplicable("no latency under load was measured (latency in fabric_probes, ping on the nodes)")
 
@@ -409,18 +431,19 @@ def _size(count):
     path, a speed mismatch between sender and receiver ports; `ss -ti` on the node shows retransmits per connection.""")
 def retransmits(ctx):
     probes, measured = _measured(ctx)
-    budget = _budget(probes.get("max_retransmit_percent"), DEFAULT_RETRANSMIT_PERCENT)
+    budget = _budget(probes.get("max_retransmit_percent"), DEFAULT_RETRANSMIT_PERCENT, zero=True)
     judged = False
     for entry in measured:
-        share = _number(entry.get("retransmit_percent"))
-        if share is None or share < 0:
+        share = _budget(entry.get("retransmit_percent"), None, zero=True)
+        if share is None or entry.get("error"):
             continue
         judged = True
         if share > budget:
             count, sent, mss = (_counter(entry.get(k)) for k in ("retransmits", "bytes", "mss"))
             segments = " of %d segments" % (sent // mss) if sent and mss else ""
             ctx.finding(_pair_name(ctx, entry), "%s -> %s on %s: %s retransmits%s (%.3g%%), budget %.3g%%" % (
-                ctx.host, entry.get("peer"), entry.get("network"), count, segments, share, budget),
+                ctx.host, entry.get("peer"), entry.get("network"), count if count is not None else "some", segments,
+                share, budget),
                 {"peer": entry.get("peer"), "network": entry.get("network"), "retransmits": count, "bytes": sent,
                  "mss": mss, "retransmit_percent": share, "budget_percent": budget, "gbps": entry.get("gbps")})
     if not judged:

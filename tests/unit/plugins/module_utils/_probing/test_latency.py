@@ -43,17 +43,33 @@ def test_percentiles_are_nearest_rank():
 
 
 def test_odd_ping_output():
-    """Duplicates are no sample, busybox's "time=0.100 ms" and "time<1 ms" read, junk is no sample, and a flood of
-    output is read only up to its bound."""
+    """Duplicates are no sample; busybox's "seq=" lines, "time<1 ms" and a name before the address read; junk is no
+    sample; a flood of output is read only up to its bound, and a long line of junk in linear time."""
     text = ("64 bytes from 198.18.0.2: icmp_seq=1 ttl=64 time=0.100 ms\n"
             "64 bytes from 198.18.0.2: icmp_seq=1 ttl=64 time=0.300 ms (DUP!)\n"
             "64 bytes from 198.18.0.2: seq=2 ttl=64 time=0.200 ms\n"
             "64 bytes from 198.18.0.2: icmp_seq=3 ttl=64 time<1 ms\n"
-            "64 bytes from 198.18.0.2: icmp_seq=4 ttl=64 time=x ms\n")
-    assert parse_rtts(text) == [0.1, 1.0]  # busybox's seq= line is not iputils': its time is not read as a reply
+            "64 bytes from node2 (198.18.0.2): icmp_seq=4 ttl=64 time=0.400 ms\n"
+            "64 bytes from 198.18.0.2: icmp_seq=5 ttl=64 time=x ms\n"
+            "Request timeout for icmp_seq 6\n")
+    assert parse_rtts(text) == [0.1, 0.2, 1.0, 0.4]
     flood = "64 bytes from 198.18.0.2: icmp_seq=1 ttl=64 time=0.1 ms\n" * (MAX_OUTPUT // 40)
     assert len(parse_rtts(flood)) < MAX_OUTPUT // 40
+    assert parse_rtts("1 bytes from " + "icmp_seq=1 " * 300000) == []  # 3.3 MB on one line
     assert summarize_latency("")["sent"] is None and summarize_latency("\0\xff garbage")["p99_ms"] is None
+
+
+def test_busybox_ping():
+    """busybox ping's own layout (hand-written from its source's format strings: "seq=", "packets received")."""
+    text = ("PING 198.18.0.2 (198.18.0.2): 56 data bytes\n"
+            "64 bytes from 198.18.0.2: seq=0 ttl=64 time=0.080 ms\n"
+            "64 bytes from 198.18.0.2: seq=1 ttl=64 time=0.120 ms\n\n"
+            "--- 198.18.0.2 ping statistics ---\n"
+            "3 packets transmitted, 2 packets received, 33% packet loss\n"
+            "round-trip min/avg/max = 0.080/0.100/0.120 ms\n")
+    summary = summarize_latency(text)
+    assert (summary["sent"], summary["received"], summary["loss_percent"]) == (3, 2, 33.33)
+    assert (summary["p50_ms"], summary["max_ms"]) == (0.08, 0.12)
 
 
 def test_real_pings_on_loopback():

@@ -14,7 +14,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.html_report import render_html
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.markdown_report import render_markdown
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import build_report
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import latency_row
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import latency_row, measurements as measurements_of
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.stab import queue_budget
 
 NO_EXPECT = {"gpu": {"width": None, "generation": None}, "nics": [], "rdma": False}
@@ -128,3 +128,46 @@ def test_reports_show_latency_beside_goodput():
     assert "| n1 | n3 | training | 0.94 | 0.99 | 0.0027% | - | - | 0% | link speed |" in markdown
     html = render_html(copy.deepcopy(report))
     assert '<svg class="latency"' in html and "<title>48.3 ms</title>" in html and "n1 -&gt; n2 (training)" in html
+
+
+def test_failed_or_odd_measurements_are_not_judged(healthy):
+    """A measurement that failed loaded nothing; its pings say nothing about a queue. Odd values never crash."""
+    latency = {"interval": 0.2, "idle": IDLE, "loaded": loaded(20.1, 44.9, 47.0, 48.3), "error": None}
+    for odd in (dict(entry(latency=latency), gbps=None, error="refused"), dict(entry(latency=latency), gbps=-5),
+                dict(entry(latency=latency), gbps=10 ** 400), dict(entry(latency=latency), error="x")):
+        _found, outcome = judge(healthy, probes(odd), "STAB-005")
+        assert outcome[0] == "not_applicable", odd
+    _found, outcome = judge(healthy, probes(entry(latency=dict(latency, idle=dict(IDLE, p50_ms=10 ** 400)))),
+                            "STAB-005")
+    assert outcome[0] == "not_applicable"
+    rows = measurements_of({"n1": dict(NO_EXPECT, probes={"throughput": ["abc", None, 3, dict(entry(), gbps=10 ** 400,
+                                                                                              latency={"idle": {"p50_ms": 10 ** 400}})],
+                                                          "jumbo": "x"})})
+    assert len(rows) == 1 and rows[0]["idle_p50_ms"] is None
+    report = build_report({"n1": {"status": "audited", "reason": None}}, [], {"n1": {}}, "x", measurements=rows)
+    assert "| n1 | n2 | training | ? | 0.99 |" in render_markdown(report)  # not a figure: shown as unknown
+    render_html(report)
+
+
+def test_pings_lost_under_load(healthy):
+    """3 of 18 pings lost while loaded (none idle): small messages wait for a retransmission timeout."""
+    latency = {"interval": 0.2, "idle": IDLE, "loaded": loaded(*([0.5] * 15), sent=18), "error": None}
+    [found], _outcome = judge(healthy, probes(entry(latency=latency)), "STAB-005")
+    assert "3 of 18 pings lost while iperf3 loads the path (16.7%; idle 0%)" in found["message"]
+    latency = {"interval": 0.2, "idle": IDLE, "loaded": loaded(*([0.5] * 17), sent=18), "error": None}
+    assert judge(healthy, probes(entry(latency=latency)), "STAB-005")[0] == []  # one ping is noise
+
+
+def test_a_zero_retransmit_budget_means_none(healthy):
+    [found], _outcome = judge(healthy, probes(entry(), max_retransmit_percent=0), "STAB-006")
+    assert "budget 0%" in found["message"]
+    [found], _outcome = judge(healthy, probes(dict(entry(retransmits=None), retransmit_percent=0.5)), "STAB-006")
+    assert "some retransmits" in found["message"]
+
+
+def test_latency_that_did_not_run_is_named(healthy):
+    latency = {"interval": 0.2, "idle": None, "loaded": None, "error": "ping is not installed (iputils-ping)"}
+    findings, _outcomes = evaluate_host("n1", healthy, probes(entry(latency=latency)))
+    [found] = [f for f in findings if f["id"] == "PROBE-004"]
+    assert found["message"] == ("latency under load from n1 to n2 on training not measured: ping is not installed "
+                                "(iputils-ping)")
