@@ -13,6 +13,11 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces imp
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable
 
 
+def pair_subject(entry, host):
+    """The subject of a probe finding: the measured pair and its network, ``host -> peer (network)``."""
+    return "%s -> %s (%s)" % (host, entry.get("peer"), entry.get("network"))
+
+
 def _gbps(mbps):
     return mbps / 1000.0 if mbps else None
 

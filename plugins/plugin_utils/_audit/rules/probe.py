@@ -12,6 +12,7 @@ __metaclass__ = type
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import (
     host_rule, inventory_rule, NotApplicable, observed,
 )
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import pair_subject
 
 # ---- probes (traffic between the hosts; opt-in) -----------------------------------------------------------------
 
@@ -23,10 +24,6 @@ def _probes(ctx, key=None):
     if key is not None and not isinstance(probes.get(key), list):
         raise NotApplicable("the %s probe did not run" % key)
     return probes
-
-
-def _pair(entry, host):
-    return "%s -> %s (%s)" % (host, entry.get("peer"), entry.get("network"))
 
 
 @inventory_rule(
@@ -80,7 +77,7 @@ def probe_jumbo(ctx, hosts):
             entry.get("address"), entry.get("network"), what)
         if suspects:
             message += "; %s fails with every peer" % " and ".join(suspects)
-        ctx.finding(_pair(entry, host), message, dict(entry, suspects=suspects), host=host,
+        ctx.finding(pair_subject(entry, host), message, dict(entry, suspects=suspects), host=host,
                     severity="warn" if entry["status"] == "loss" else None)
 
 
@@ -95,7 +92,7 @@ def probe_unreachable(ctx):
     probes = _probes(ctx, "jumbo")
     for entry in probes["jumbo"]:
         if entry.get("status") == "unreachable":
-            ctx.finding(_pair(entry, ctx.host), "%s cannot reach %s at %s on %s, not even with small pings" % (
+            ctx.finding(pair_subject(entry, ctx.host), "%s cannot reach %s at %s on %s, not even with small pings" % (
                 ctx.host, entry.get("peer"), entry.get("address"), entry.get("network")), entry)
 
 
@@ -118,11 +115,11 @@ def probe_throughput(ctx):
         evidence = dict((k, entry.get(k)) for k in ("peer", "network", "bind", "server", "gbps", "expected_gbps",
                                                     "min_fraction", "basis", "retransmits", "speed_mbps", "mtu"))
         if expected is None:
-            ctx.finding(_pair(entry, ctx.host), "%s -> %s on %s: %.3g Gbit/s measured; %s, not judged" % (
+            ctx.finding(pair_subject(entry, ctx.host), "%s -> %s on %s: %.3g Gbit/s measured; %s, not judged" % (
                 ctx.host, entry.get("peer"), entry.get("network"), gbps, entry.get("basis") or "no expectation"),
                 evidence, severity="info")
         elif gbps < fraction * expected:
-            ctx.finding(_pair(entry, ctx.host), "%s -> %s on %s: %.3g Gbit/s, %d%% of the %.3g Gbit/s expected (%s); "
+            ctx.finding(pair_subject(entry, ctx.host), "%s -> %s on %s: %.3g Gbit/s, %d%% of the %.3g Gbit/s expected (%s); "
                         "below %d%%%s" % (ctx.host, entry.get("peer"), entry.get("network"), gbps,
                                           round(100.0 * gbps / expected), expected, entry.get("basis"),
                                           round(100 * fraction),
@@ -147,7 +144,7 @@ def probe_errors(ctx):
                     {"error": probes["jumbo_error"]})
     for entry in probes.get("jumbo") or []:
         if entry.get("status") == "error":
-            ctx.finding(_pair(entry, ctx.host), "ping to %s on %s did not run: %s" % (
+            ctx.finding(pair_subject(entry, ctx.host), "ping to %s on %s did not run: %s" % (
                 entry.get("peer"), entry.get("network"),
                 entry.get("error") or (entry.get("jumbo") or {}).get("output") or "no output"), entry)
     for entry in probes.get("server_errors") or []:
@@ -157,10 +154,10 @@ def probe_errors(ctx):
     throughput = probes.get("throughput") if isinstance(probes.get("throughput"), list) else []
     for entry in [e for e in throughput if isinstance(e, dict)]:
         if entry.get("gbps") is None:
-            ctx.finding(_pair(entry, ctx.host), "iperf3 from %s to %s on %s failed: %s" % (
+            ctx.finding(pair_subject(entry, ctx.host), "iperf3 from %s to %s on %s failed: %s" % (
                 ctx.host, entry.get("peer"), entry.get("network"), entry.get("error")), entry)
         elif isinstance(entry.get("latency"), dict) and entry["latency"].get("error"):
-            ctx.finding(_pair(entry, ctx.host), "latency under load from %s to %s on %s not measured: %s" % (
+            ctx.finding(pair_subject(entry, ctx.host), "latency under load from %s to %s on %s not measured: %s" % (
                 ctx.host, entry.get("peer"), entry.get("network"), entry["latency"]["error"]),
                 {"peer": entry.get("peer"), "network": entry.get("network"), "latency": entry["latency"]})
 

@@ -15,6 +15,7 @@ __metaclass__ = type
 import math
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import pair_subject
 
 # A boot time that moved by more than this between readings is another boot (the clock's own steps are smaller).
 BOOT_TIME_SLACK_S = 600
@@ -323,10 +324,6 @@ def _budget(value, default, zero=False):
     return value
 
 
-def _pair_name(ctx, entry):
-    return "%s -> %s (%s)" % (ctx.host, entry.get("peer"), entry.get("network"))
-
-
 def _rtt(part, key):
     return _budget(part.get(key), None, zero=True) if isinstance(part, dict) else None
 
@@ -378,7 +375,7 @@ def latency_under_load(ctx):
         sent, received = _counter(loaded.get("sent")), _counter(loaded.get("received"))
         evidence = {"peer": entry.get("peer"), "network": entry.get("network"), "gbps": gbps,
                     "interval_s": latency.get("interval"), "idle": idle, "loaded": loaded}
-        subject = _pair_name(ctx, entry)
+        subject = pair_subject(entry, ctx.host)
         where = "%s -> %s on %s" % (ctx.host, entry.get("peer"), entry.get("network"))
         if idle_p50 is None:
             continue  # no reply idle either (PROBE-002), or the pings did not run (PROBE-004)
@@ -441,7 +438,7 @@ def retransmits(ctx):
         if share > budget:
             count, sent, mss = (_counter(entry.get(k)) for k in ("retransmits", "bytes", "mss"))
             segments = " of %d segments" % (sent // mss) if sent and mss else ""
-            ctx.finding(_pair_name(ctx, entry), "%s -> %s on %s: %s retransmits%s (%.3g%%), budget %.3g%%" % (
+            ctx.finding(pair_subject(entry, ctx.host), "%s -> %s on %s: %s retransmits%s (%.3g%%), budget %.3g%%" % (
                 ctx.host, entry.get("peer"), entry.get("network"), count if count is not None else "some", segments,
                 share, budget),
                 {"peer": entry.get("peer"), "network": entry.get("network"), "retransmits": count, "bytes": sent,
