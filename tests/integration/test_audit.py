@@ -238,3 +238,46 @@ def test_an_audit_against_an_earlier_report(ansible_env, roots, tmp_path):
     assert found[("STAB-001", "ens3np0")]["evidence"]["per_hour"] == 2.0  # down twice (4 changes) in 3600 s
     assert found[("STAB-002", "ens3np0")]["evidence"]["errors"] == {"rx_crc_errors": 40}
     assert "[warn] node STAB-001 ens3np0" in second.stdout
+
+
+def test_an_audit_that_reads_the_counters_twice(ansible_env, roots, tmp_path):
+    """fabric_audit_window: the playbook reads the counters, waits, and reads them again; the stability rules judge
+    what grew in between. The node is a copy of the hand-written healthy one whose files are edited while the
+    playbook waits (as the kernel would count: a flap on ens3np0, 75 s of uptime, TCP segments sent again)."""
+    import shutil
+    import time
+    root = str(tmp_path / "node")
+    shutil.copytree(roots["dgx8"], root, symlinks=True)
+    inventory = write_inventory(tmp_path, {"node": {"ansible_connection": "local", "fabric_facts_root": root}})
+    command = ["ansible-playbook", "-i", inventory, "gpuops.fabric.audit", "-e", "fabric_audit_window=4",
+               "-e", "fabric_report_dir=" + str(tmp_path / "r"), "-e", "fabric_audit_fail_on=never"]
+    log = open(str(tmp_path / "out.log"), "w+")
+    process = subprocess.Popen(command, env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default"), cwd=REPO,
+                               stdout=log, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 120
+        while "TASK [Wait fabric_audit_window seconds]" not in open(log.name).read():
+            assert process.poll() is None and time.time() < deadline, open(log.name).read()[-3000:]
+            time.sleep(0.2)
+        net = os.path.realpath(os.path.join(root, "sys", "class", "net", "ens3np0"))
+        for name, value in (("carrier_changes", "4"), ("carrier_up_count", "2"), ("carrier_down_count", "2")):
+            with open(os.path.join(net, name), "w") as handle:
+                handle.write(value + "\n")
+        with open(os.path.join(root, "proc", "uptime"), "w") as handle:
+            handle.write("86475.00 1382400.00\n")
+        with open(os.path.join(root, "proc", "net", "snmp")) as handle:
+            snmp = handle.read()
+        with open(os.path.join(root, "proc", "net", "snmp"), "w") as handle:
+            handle.write(snmp.replace(" 60000000 1200 ", " 61000000 21200 "))
+        assert process.wait(timeout=300) == 0, open(log.name).read()[-3000:]
+    finally:
+        if process.poll() is None:
+            process.kill()
+        log.close()
+    report = load(str(tmp_path / "r"))
+    found = dict(((f["id"], f["subject"]), f) for f in report["findings"] if f["id"].startswith("STAB-"))
+    assert sorted(found) == [("STAB-001", "ens3np0"), ("STAB-007", "tcp")], sorted(found)
+    assert "went down 1 time(s) in the 75 s since the first reading" in found[("STAB-001", "ens3np0")]["message"]
+    assert found[("STAB-007", "tcp")]["evidence"]["retransmit_percent"] == 2.0
+    # this report's counters are the second reading's: the next audit's baseline
+    assert report["counters"]["node"]["uptime_s"] == 86475.0

@@ -16,6 +16,10 @@ import os
 import stat
 
 KEY = "fabric_audit_baseline"
+WINDOW_KEY = "fabric_audit_window"
+WINDOW_MAX_S = 86400  # a day: longer than that is what an earlier audit's report is for
+TCP_BUDGET_KEY = "fabric_audit_max_tcp_retransmit_percent"
+DEFAULT_TCP_RETRANSMIT_PERCENT = 0.5
 MAX_BYTES = 64 * 1024 * 1024  # report.json of a thousand hosts with their counters and findings fits many times over
 SCHEMA_VERSION = 1  # report.json's (reports/model.py REPORT_SCHEMA_VERSION)
 
@@ -34,6 +38,34 @@ def baseline_path(value, key=KEY):
     if not stat.S_ISREG(mode):
         return None, ["%s: %r is not a regular file on the controller" % (key, value)]
     return path, []
+
+
+def window_seconds(value, key=WINDOW_KEY):
+    """(seconds or None, errors): how long after the first gather the audit reads the counters again; None, 0 or an
+    empty value: no second reading. Text of digits is a number (a command-line ``-e`` value arrives as text)."""
+    if value is None or value == "" or value == 0 or value == "0":
+        return None, []
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= WINDOW_MAX_S:
+        return None, ["%s: %r is not a number of seconds from 1 to %d (0: no second reading)"
+                      % (key, value, WINDOW_MAX_S)]
+    return value, []
+
+
+def percent_budget(value, key=TCP_BUDGET_KEY, default=DEFAULT_TCP_RETRANSMIT_PERCENT):
+    """(percent, errors): a share from 0 to 100; None: ``default``. Text of a number is a number."""
+    if value is None:
+        return default, []
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number <= 100:
+        return default, ["%s: %r is not a percentage from 0 to 100" % (key, value)]
+    return float(number), []
 
 
 def read_baseline(path):

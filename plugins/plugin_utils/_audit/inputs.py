@@ -16,6 +16,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._network.apply impor
 # registered result -> (where it is registered, what the audit takes from it)
 REGISTERED = {
     "fabric_audit_gather": ("playbooks/audit.yml", "whether topology_facts reached the host (unreachable, failed)"),
+    "fabric_audit_window_gather": ("playbooks/audit.yml", "whether the second reading of fabric_audit_window worked"),
     "network_result": ("roles/network/tasks/main.yml", "the network role's check-mode result: drift (DRIFT-001)"),
     "nccl_conf": ("roles/nccl/tasks/main.yml", "the nccl role's file task in check mode with diff: NCCL-001"),
 }
@@ -31,6 +32,10 @@ HOST_VARIABLES = {
     "fabric_nccl_logs": "nccl_logs",
     "fabric_audit_waiver_horizon_days": "waiver_horizon_days",
     "fabric_audit_baseline": "baseline",
+    "fabric_audit_window": "window",
+    # set by playbooks/audit.yml: the counters of the first gather, when fabric_audit_window asks for a second one
+    "fabric_audit_window_counters": "window_counters",
+    "fabric_audit_max_tcp_retransmit_percent": "tcp_retransmit_budget",
 }
 FACTS_KEY = "gpuops_fabric"  # ansible_facts.gpuops_fabric, set by topology_facts
 
@@ -53,6 +58,11 @@ def host_input(hostvars, drift=False):
              "nccl_drift": nccl_drift(hostvars.get("nccl_conf")) if drift else None}
     for variable, key in HOST_VARIABLES.items():
         entry[key] = hostvars.get(variable)
+    second = hostvars.get("fabric_audit_window_gather")
+    entry["window_error"] = None
+    if isinstance(second, dict) and (second.get("failed") or second.get("unreachable")):
+        # the facts are the first reading's: no window to judge
+        entry["window_counters"], entry["window_error"] = None, str(second.get("msg") or "failed")
     return entry
 
 

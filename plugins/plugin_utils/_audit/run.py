@@ -13,7 +13,7 @@ import math
 import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import switch_name, switch_port_name
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import (
-    baseline_path, baseline_warnings, read_baseline,
+    WINDOW_KEY, baseline_path, baseline_warnings, percent_budget, read_baseline, window_seconds,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import evaluate_host, evaluate_inventory
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import observed
@@ -23,6 +23,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import build_report
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.ncclrun import nccl_choices
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.stab import stability_row
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import read_attachments
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.logs import log_paths, read_log
 
@@ -49,10 +50,18 @@ def validate_inputs(inputs):
         network_errors += log_errors
         baseline_file, baseline_errors = baseline_path(inputs[host].get("baseline"))
         network_errors += baseline_errors
+        window, window_errors = window_seconds(inputs[host].get("window"))
+        network_errors += window_errors
+        if window and baseline_file:
+            network_errors.append("%s and fabric_audit_baseline are both set (%r, %r): the stability rules judge "
+                                  "growth against one earlier reading; set one of them" % (
+                                      WINDOW_KEY, inputs[host].get("window"), inputs[host].get("baseline")))
+        tcp_budget, budget_errors = percent_budget(inputs[host].get("tcp_retransmit_budget"))
+        network_errors += budget_errors
         expect = dict(expect, networks=networks, attachments=attachments, drift=inputs[host].get("drift"),
                       nccl_drift=inputs[host].get("nccl_drift"), nccl_mode=inputs[host].get("nccl_mode"),
                       probes=inputs[host].get("probes"), cabling=cabling, nccl_log_files=log_files, nccl_logs=None,
-                      baseline_file=baseline_file, baseline=None)
+                      baseline_file=baseline_file, baseline=None, window_s=window, tcp_retransmit_budget=tcp_budget)
         normalized[host] = (expect, waivers, horizon)
         for error in errors + waiver_errors + network_errors:
             seen.setdefault(error, []).append(host)
@@ -79,6 +88,7 @@ def run_audit(inputs, today, generated_at, version=None):
     logs = {}  # path -> what it holds: a log several hosts name (one multi-node run) is read once
     named_by = {}
     baselines, baseline_hosts = {}, {}  # path -> read_baseline(path); path -> hosts that name it
+    window_missing = []  # (host, why) where fabric_audit_window has no first reading to compare with
     for host in sorted(inputs):
         for path in normalized[host][0]["nccl_log_files"]:
             named_by[path] = named_by.get(path, 0) + 1
@@ -107,6 +117,12 @@ def run_audit(inputs, today, generated_at, version=None):
             earlier = baselines[path]["counters"].get(host)
             if earlier is not None:
                 expect["baseline"] = {"counters": earlier, "generated_at": baselines[path]["generated_at"]}
+        elif expect["window_s"]:
+            first = item.get("window_counters")
+            if isinstance(first, dict):
+                expect["baseline"] = {"counters": first, "generated_at": None, "window_s": expect["window_s"]}
+            else:
+                window_missing.append((host, item.get("window_error") or "the first gather read no counters"))
         host_findings, host_outcomes = evaluate_host(host, facts, expect)
         findings.extend(host_findings)
         outcomes[host] = host_outcomes
@@ -118,14 +134,27 @@ def run_audit(inputs, today, generated_at, version=None):
     report = build_report(hosts, findings, outcomes, generated_at, version,
                           measurements(dict((h, normalized[h][0]) for h in audited)),
                           cabling(dict((h, audited[h][0]) for h in audited)),
-                          [row for h in sorted(audited) for row in nccl_choices(h, audited[h][0], audited[h][1])])
-    report["policy_warnings"] = policy_warnings(normalized, today) + baseline_warnings(baselines, baseline_hosts)
+                          [row for h in sorted(audited) for row in nccl_choices(h, audited[h][0], audited[h][1])],
+                          [row for row in (stability_row(h, audited[h][0], audited[h][1]) for h in sorted(audited))
+                           if row is not None])
+    report["policy_warnings"] = (policy_warnings(normalized, today) + baseline_warnings(baselines, baseline_hosts)
+                                 + window_warnings(window_missing))
     # each host's counters as read now: this report is the next audit's baseline
     report["counters"] = dict((h, audited[h][0].get("counters")) for h in sorted(audited)
                               if isinstance(audited[h][0].get("counters"), dict))
     report["baseline"] = [{"path": p, "generated_at": baselines[p]["generated_at"], "hosts": len(baseline_hosts[p]),
                            "usable": not baselines[p]["problem"]} for p in sorted(baselines)]
     return report, []
+
+
+def window_warnings(missing):
+    """One warning for the hosts fabric_audit_window could not read twice, naming the first few and why."""
+    if not missing:
+        return []
+    named = ", ".join("%s (%s)" % (h, " ".join(str(why).split())[:160]) for h, why in missing[:3])
+    more = " and %d more" % (len(missing) - 3) if len(missing) > 3 else ""
+    return ["%s: %d host(s) have no first reading to compare with: %s%s; they are judged without a baseline"
+            % (WINDOW_KEY, len(missing), named, more)]
 
 
 def cabling(facts_by_host):

@@ -11,8 +11,8 @@ __metaclass__ = type
 
 from html import escape
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
-    NCCL_COLUMNS, THROUGHPUT_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells, throughput_cells,
-    worst_severity,
+    NCCL_COLUMNS, STABILITY_COLUMNS, THROUGHPUT_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells,
+    stability_cells, throughput_cells, worst_severity,
 )
 
 _CSS = """
@@ -99,6 +99,13 @@ def render_html(report):
             out.append("<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>" % (
                 esc(f["host"]), esc(f["id"]), esc(str(f["subject"])), esc(f["waiver"]["reason"]),
                 esc(f["waiver"]["expires"])))
+        out.append("</tbody></table>")
+    if report.get("stability"):
+        heads = "".join("<th>%s</th>" % esc(c) for c in STABILITY_COLUMNS)
+        out += ["<h2>Stability: counters grown, per hour</h2>",
+                '<table id="stability"><thead><tr>%s</tr></thead><tbody>' % heads]
+        for row in report["stability"]:
+            out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in stability_cells(row, "")))
         out.append("</tbody></table>")
     throughput = [m for m in report.get("measurements") or [] if m["kind"] == "throughput"]
     if throughput:

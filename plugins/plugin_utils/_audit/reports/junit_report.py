@@ -11,7 +11,9 @@ __metaclass__ = type
 
 from xml.etree import ElementTree
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import nccl_lines
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
+    THROUGHPUT_COLUMNS, nccl_lines, stability_lines, throughput_cells,
+)
 
 
 def render_junit(report):
@@ -52,9 +54,20 @@ def render_junit(report):
                     out = ElementTree.SubElement(case, "system-out")
                     out.text = "\n".join("%s%s %s: %s" % (f["severity"], " (waived)" if f.get("waived") else "",
                                                           f["subject"], f["message"]) for f in other)
+        said = []
         nccl = [line for row in report.get("nccl") or [] if row["host"] == host["name"] for line in nccl_lines(row)]
         if nccl:
-            ElementTree.SubElement(suite, "system-out").text = "NCCL, what it chose:\n" + "\n".join(nccl)
+            said.append("NCCL, what it chose:\n" + "\n".join(nccl))
+        said += ["\n".join(stability_lines(row)) for row in report.get("stability") or []
+                 if row["host"] == host["name"]]
+        measured = [m for m in report.get("measurements") or [] if m["kind"] == "throughput" and m["host"] == host["name"]]
+        if measured:
+            said.append("Throughput and latency under load:\n" + "\n".join(
+                "  " + ", ".join("%s %s" % (name, cell) for name, cell in zip(THROUGHPUT_COLUMNS[1:], cells[1:]))
+                for cells in (throughput_cells(m, "-") for m in measured)))
+        if said:
+            # one system-out per suite: JUnit readers keep only one
+            ElementTree.SubElement(suite, "system-out").text = "\n\n".join(said)
         for key, value in counts.items():
             suite.set(key, str(value))
             totals[key] += value

@@ -10,7 +10,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
-    NCCL_COLUMNS, THROUGHPUT_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells, throughput_cells,
+    NCCL_COLUMNS, STABILITY_COLUMNS, THROUGHPUT_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells,
+    stability_cells, throughput_cells,
 )
 
 
@@ -59,6 +60,11 @@ def render_markdown(report):
         for f in waived:
             cells = (_md(f["host"] or "inventory"), f["id"], _md(f["subject"]), _md(f["waiver"]["reason"]), f["waiver"]["expires"])
             lines.append("| %s | %s | %s | %s | %s |" % cells)
+    if report.get("stability"):
+        lines += ["", "## Stability: counters grown, per hour", "",
+                  "| %s |" % " | ".join(STABILITY_COLUMNS), "|%s" % ("---|" * len(STABILITY_COLUMNS))]
+        for row in report["stability"]:
+            lines.append("| %s |" % " | ".join(_md(cell) for cell in stability_cells(row, "-")))
     throughput = [m for m in report.get("measurements") or [] if m["kind"] == "throughput"]
     if throughput:
         lines += ["", "## Measured throughput and latency under load", "",

@@ -11,6 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import SEVERITY_RANK
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import duration
 
 
 def nccl_lines(row):
@@ -85,6 +86,39 @@ def throughput_cells(row, missing):
         row.get("basis") or missing)]
 
 
+STABILITY_COLUMNS = ("host", "over", "link flaps", "interface errors", "drops", "PCIe corrected",
+                     "PCIe uncorrected", "RDMA errors", "TCP sent again")
+_STABILITY_COUNTS = ("link_flaps", "interface_errors", "interface_drops", "pcie_correctable", "pcie_uncorrectable",
+                     "rdma_errors")
+
+
+def stability_cells(row, missing):
+    """A host's stability row as text: the window, then each count with its rate per hour where it grew."""
+    basis = row.get("basis") or missing
+    span = duration(row.get("window_s"))
+    over = ("%s, %s" % (span, basis) if basis.startswith("since boot") else "%s (%s)" % (span, basis)) if span \
+        else basis
+    cells = [row["host"], over]
+    for key in _STABILITY_COUNTS:
+        count, rate = (row.get("counts") or {}).get(key), (row.get("per_hour") or {}).get(key)
+        if count is None:
+            cells.append(missing)
+        elif count and _figure(rate) is not None:
+            cells.append("%d (%s/h)" % (count, _figure(rate)))
+        else:
+            cells.append(str(count))
+    share, sent = _figure(row.get("tcp_retransmit_percent"), "%.3g%%"), row.get("tcp_out_segs")
+    cells.append("%s of %d segments" % (share, sent) if share is not None and isinstance(sent, int) else missing)
+    return [str(cell) for cell in cells]
+
+
+def stability_lines(row):
+    """The stability row as lines of text (junit's system-out)."""
+    cells = stability_cells(row, "-")
+    return ["Stability over %s:" % cells[1]] + ["  %s: %s" % (name, cell) for name, cell in
+                                                 zip(STABILITY_COLUMNS[2:], cells[2:])]
+
+
 REPORT_SCHEMA_VERSION = 1
 LINE_WIDTH = 280  # the longest console line of a finding (printed, with its indent, under 300); reports: full text
 ELLIPSIS = "\u2026"
@@ -138,11 +172,12 @@ def hosts_by_failures(report):
 
 
 def build_report(hosts, findings, outcomes, generated_at, collection_version=None, measurements=None, cabling=None,
-                 nccl=None):
+                 nccl=None, stability=None):
     """``hosts``: {name: {"status": audited|unreachable|failed, "reason": str|None}};
     ``outcomes``: {host: {rule id: (status, reason)}} for audited hosts, inventory rules under "inventory";
     ``measurements``: what the probes measured (see _audit.measurements), listed whether or not they are findings;
-    ``nccl``: per host and NCCL log, what NCCL chose beside what the hardware offers (rules/ncclrun.nccl_choices)."""
+    ``nccl``: per host and NCCL log, what NCCL chose beside what the hardware offers (rules/ncclrun.nccl_choices);
+    ``stability``: per host, the counters' growth and rates (rules/stab.stability_row)."""
     findings = sorted(findings, key=lambda f: (SEVERITY_RANK[f["severity"]], f["host"] or "", f["id"],
                                                str(f["subject"])))
     active = [f for f in findings if not f.get("waived")]
@@ -183,4 +218,5 @@ def build_report(hosts, findings, outcomes, generated_at, collection_version=Non
         "measurements": measurements or [],
         "cabling": cabling or [],
         "nccl": nccl or [],
+        "stability": stability or [],
     }

@@ -42,3 +42,14 @@ def _attached(ctx):
     if not found:
         raise NotApplicable("no network of fabric_networks is attached here (fabric_attachments)")
     return found
+
+
+def duration(seconds):
+    """A span for a message: 45 s, 12 min, 3.5 h; None for what is not a number of seconds."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds == seconds:
+        return None
+    if seconds < 120:
+        return "%d s" % round(max(seconds, 0))
+    if seconds < 3600:
+        return "%d min" % round(seconds / 60.0)
+    return "%.1f h" % (seconds / 3600.0)

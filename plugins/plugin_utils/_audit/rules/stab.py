@@ -14,8 +14,9 @@ __metaclass__ = type
 
 import math
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import pair_subject
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import DEFAULT_TCP_RETRANSMIT_PERCENT
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import HostContext, host_rule, NotApplicable
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import duration, pair_subject
 
 # A boot time that moved by more than this between readings is another boot (the clock's own steps are smaller).
 BOOT_TIME_SLACK_S = 600
@@ -30,7 +31,8 @@ RDMA_PORT_ERRORS = ("link_downed", "link_error_recovery", "symbol_error", "local
                     "port_rcv_errors", "port_rcv_remote_physical_errors", "excessive_buffer_overrun_errors")
 RDMA_TRANSPORT_ERRORS = ("out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "implied_nak_seq_err")
 NO_BASELINE = ("judged between two readings: set fabric_audit_baseline to an earlier audit's report.json (each "
-               "report.json carries the counters)")
+               "report.json carries the counters), or fabric_audit_window to read them again that many seconds "
+               "later in the same run")
 
 
 def _number(value):
@@ -56,9 +58,9 @@ class Window:
     """Two readings of one host's counters: ``now`` (its facts) and ``before`` (the baseline's, empty when the
     host rebooted since: then growth is the total since boot), ``seconds`` between them."""
 
-    def __init__(self, now, before, seconds, since_boot, baseline_at):
+    def __init__(self, now, before, seconds, since_boot, baseline_at, in_run=False):
         self.now, self.before, self.seconds, self.since_boot = now, before, seconds, since_boot
-        self.baseline_at = baseline_at
+        self.baseline_at, self.in_run = baseline_at, in_run
         # each section checked once, not on every counter looked up
         readings = {"now": now, "before": before}
         self._sections = dict(((which, name), _section(readings[which], name))
@@ -88,12 +90,16 @@ class Window:
 
     def evidence(self):
         return {"window_s": round(self.seconds, 1) if self.seconds is not None else None,
-                "since_boot": self.since_boot, "baseline_at": self.baseline_at}
+                "since_boot": self.since_boot, "baseline_at": self.baseline_at,
+                "baseline": "fabric_audit_window" if self.in_run else "fabric_audit_baseline"}
 
     def said(self):
-        hours = (self.seconds or 0) / 3600.0
-        return ("since boot (%.1f h; the host rebooted after the baseline)" % hours if self.since_boot
-                else "in the %.1f h since the baseline" % hours)
+        span = duration(self.seconds) or "an unknown time"
+        if self.since_boot:
+            return "since boot (%s; the host rebooted after the %s)" % (
+                span, "first reading" if self.in_run else "baseline")
+        return "in the %s since the %s" % (span, "first reading" if self.in_run else "baseline")
+
 
 
 def counters(ctx):
@@ -117,12 +123,13 @@ def window(ctx):
     boot, boot_before = _number(now.get("boot_time")), _number(before.get("boot_time"))
     rebooted = up < up_before or (boot is not None and boot_before is not None
                                   and abs(boot - boot_before) > BOOT_TIME_SLACK_S)
+    in_run = bool(baseline.get("window_s"))
     if rebooted:
-        return Window(now, {}, up, True, baseline.get("generated_at"))
+        return Window(now, {}, up, True, baseline.get("generated_at"), in_run)
     if up == up_before:
         raise NotApplicable("the baseline holds the same reading as now (uptime_s %r): no time between them"
                             % up)
-    return Window(now, before, up - up_before, False, baseline.get("generated_at"))
+    return Window(now, before, up - up_before, False, baseline.get("generated_at"), in_run)
 
 
 def _interfaces(win, kinds):
@@ -445,3 +452,126 @@ def retransmits(ctx):
                  "mss": mss, "retransmit_percent": share, "budget_percent": budget, "gbps": entry.get("gbps")})
     if not judged:
         raise NotApplicable("no throughput measurement counted its segments")
+
+
+# ---- the host's own TCP, between two readings of /proc/net/snmp --------------------------------------------------
+MIN_TCP_SEGMENTS = 100000  # fewer segments sent in the window than this say nothing about a rate (an idle host)
+
+
+def _tcp(counters_reading):
+    value = counters_reading.get("tcp") if isinstance(counters_reading, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+@host_rule(
+    "STAB-007", "Host TCP retransmits above budget", "warn",
+    """The share of all TCP segments the host sent again between two readings (RetransSegs over OutSegs in
+    /proc/net/snmp): every flow of the node counts -- NCCL over sockets, storage, checkpoints -- not only a probe's.
+    Judged where at least 100000 segments were sent in between; the budget is
+    fabric_audit_max_tcp_retransmit_percent (0.5% by default, since traffic to the internet counts too). A node
+    that retransmits more loses packets somewhere on its paths, and each loss stalls a flow.""",
+    """Find which path drops: the probes (STAB-006 per pair), the interface and switch port counters (STAB-002),
+    `ss -ti` for the connections that retransmit and `nstat -az TcpRetransSegs TcpExtTCPLostRetransmit` for the
+    kind. A shallow switch buffer under incast wants ECN (sysctl net.ipv4.tcp_ecn) or a smaller NCCL socket count.""")
+def tcp_retransmits(ctx):
+    now = counters(ctx)
+    if not _tcp(now):
+        raise NotApplicable("no TCP counters (/proc/net/snmp was not read)")
+    win = window(ctx)
+    if win is None:
+        raise NotApplicable("TCP retransmits are " + NO_BASELINE)
+    before = _tcp(win.before)
+    grown = {}
+    for key in ("out_segs", "retrans_segs"):
+        value, earlier = _counter(_tcp(now).get(key)), 0 if win.since_boot else _counter(before.get(key))
+        if value is None or earlier is None:
+            raise NotApplicable("TCP counter %s is missing from one of the readings" % key)
+        grown[key] = value - earlier if value >= earlier else value
+    if grown["out_segs"] < MIN_TCP_SEGMENTS:
+        raise NotApplicable("%d TCP segments sent %s: too few to judge a rate (at least %d)" % (
+            grown["out_segs"], win.said(), MIN_TCP_SEGMENTS))
+    share = 100.0 * grown["retrans_segs"] / grown["out_segs"]
+    budget = _budget(ctx.expect.get("tcp_retransmit_budget"), DEFAULT_TCP_RETRANSMIT_PERCENT, zero=True)
+    if share > budget:
+        ctx.finding("tcp", "%d of %d TCP segments sent again %s (%.3g%%), budget %.3g%% "
+                    "(fabric_audit_max_tcp_retransmit_percent)" % (
+                        grown["retrans_segs"], grown["out_segs"], win.said(), share, budget),
+                    dict(win.evidence(), retrans_segs=grown["retrans_segs"], out_segs=grown["out_segs"],
+                         retransmit_percent=round(share, 4), budget_percent=budget,
+                         per_hour=win.per_hour(grown["retrans_segs"])))
+
+
+# ---- the reports' stability section --------------------------------------------------------------------------------
+STABILITY_COUNTS = ("link_flaps", "interface_errors", "interface_drops", "pcie_correctable", "pcie_uncorrectable",
+                    "rdma_errors", "tcp_retrans_segs")
+
+
+def _sum(values):
+    values = [v for v in values if v is not None]
+    return sum(values) if values else None
+
+
+def stability_row(host, facts, expect):
+    """What the stability counters say of one host for the reports: each count's growth over the window (since the
+    baseline, or since boot without one) and its rate per hour, the TCP share sent again. None when the host has no
+    counters; a baseline the rules cannot use gives the since-boot figures, with ``basis`` saying so."""
+    ctx = HostContext(host, facts, expect)
+    try:
+        now = counters(ctx)
+        win = window(ctx)
+    except NotApplicable:
+        if not isinstance(ctx.facts.get("counters"), dict):
+            return None
+        now, win = ctx.facts["counters"], None
+    if win is None:
+        up = _number(now.get("uptime_s"))
+        win = Window(now, {}, up if up is not None and up > 0 else None, True, None)
+        basis = "since boot"
+    else:
+        basis = "since boot (rebooted)" if win.since_boot else (
+            "fabric_audit_window" if win.in_run else "fabric_audit_baseline")
+    ports = _interfaces(win, ("physical", "ipoib"))
+    flaps = []
+    for name in _interfaces(win, ("physical", "bond", "ipoib")):
+        downs = win.growth("interfaces", name, "carrier_down_count")
+        if downs is None:
+            changes = win.growth("interfaces", name, "carrier_changes")
+            downs = (changes + 1) // 2 if changes is not None else None
+        flaps.append(downs)
+    aer = win.section("now", "aer")
+
+    def aer_growth(address, kind):
+        entry = aer[address].get(kind)
+        total = _counter(entry.get("total")) if isinstance(entry, dict) else None
+        if total is None or win.since_boot:
+            return total
+        before = (win.section("before", "aer").get(address) or {}).get(kind)
+        before_total = _counter(before.get("total")) if isinstance(before, dict) else None
+        if before_total is None:
+            return None
+        return total - before_total if total >= before_total else total
+
+    counts = {
+        "link_flaps": _sum(flaps),
+        "interface_errors": _sum(win.growth("interfaces", n, c) for n in ports for c in INTERFACE_ERRORS),
+        "interface_drops": _sum(win.growth("interfaces", n, d) for n in ports for d, _p in INTERFACE_DROPS),
+        "pcie_correctable": _sum(aer_growth(a, "correctable") for a in aer),
+        "pcie_uncorrectable": _sum(aer_growth(a, k) for a in aer for k in ("nonfatal", "fatal")),
+        "rdma_errors": _sum(win.growth("rdma", p, c) for p in win.section("now", "rdma")
+                            for c in RDMA_PORT_ERRORS + RDMA_TRANSPORT_ERRORS),
+    }
+    tcp_now, tcp_before = _tcp(now), _tcp(win.before)
+    tcp = {}
+    for key in ("out_segs", "retrans_segs"):
+        value = _counter(tcp_now.get(key))
+        earlier = 0 if win.since_boot else _counter(tcp_before.get(key))
+        tcp[key] = None if value is None or earlier is None else (value - earlier if value >= earlier else value)
+    counts["tcp_retrans_segs"] = tcp["retrans_segs"]
+    share = (round(100.0 * tcp["retrans_segs"] / tcp["out_segs"], 4)
+             if tcp["out_segs"] and tcp["retrans_segs"] is not None else None)
+    if all(v is None for v in counts.values()) and tcp["out_segs"] is None:
+        return None  # counters read, none of them there (a partial capture): nothing to show
+    return {"host": host, "basis": basis, "window_s": round(win.seconds, 1) if win.seconds is not None else None,
+            "counts": counts,
+            "per_hour": dict((k, win.per_hour(v) if v is not None else None) for k, v in counts.items()),
+            "tcp_out_segs": tcp["out_segs"], "tcp_retransmit_percent": share}

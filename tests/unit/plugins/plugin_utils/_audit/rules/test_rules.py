@@ -58,7 +58,8 @@ def test_healthy_node_passes_everything(healthy):
                           "LLDP-004", "NCCL-001", "NCCL-002", "NCCL-003", "NCCLRUN-001", "NCCLRUN-002", "NCCLRUN-003",
                           "NCCLRUN-004", "NCCLRUN-005", "NCCLRUN-006", "NCCLRUN-008", "NET-008", "PROBE-002",
                           "PROBE-003", "PROBE-004", "PROBE-005", "STAB-001", "STAB-002", "STAB-004",
-                          "STAB-005", "STAB-006"]
+                          "STAB-005", "STAB-006",
+                          "STAB-007"]
 
 
 def test_broken_twin_shows_each_planted_fault(broken):
