@@ -294,6 +294,10 @@ ansible_facts:
               stability (C(link_downed), C(symbol_error), C(port_rcv_errors), C(out_of_sequence), C(np_cnp_sent),
               ...).
             - C(tcp), C(in_segs), C(out_segs), C(retrans_segs) and C(in_errs) of C(/proc/net/snmp).
+            - C(nic_stats), per physical NIC port on a live node (C(root=/)), the driver's own counters from
+              C(ethtool -S) whose names say drop, discard, error or pause (C(rx_discards_phy), C(rx_out_of_buffer),
+              C(rx_pause_ctrl_phy), C(link_xoff_rx), ...), per-queue ones summed under the name with C(*) for the
+              queue (C(rx*_wqe_err)); C(null) for a capture, C({}) without ethtool.
           type: dict
           returned: when counters is gathered
           sample: {boot_time: 1764547200, uptime_s: 86400.0, interfaces: {ens1np0: {kind: physical,

@@ -1,6 +1,7 @@
 """The sysfs reader on this machine's real kernel: interfaces created for the test, read back."""
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -63,3 +64,32 @@ def test_real_addresses_and_duplicates(interfaces):
     assert not errors
     dup = [f for f in report["findings"] if f["id"] == "NET-007" and f["evidence"]["address"] == "198.18.0.1"]
     assert sorted(f["host"] for f in dup) == ["a", "b"] and dup[0]["subject"] == veth
+
+
+def test_the_nic_s_own_counters_on_this_machine():
+    """ethtool -S of this machine's physical NICs (virtio here) merged into the counters: the driver's drop counters
+    read back, per-queue ones summed under one name, XDP's deliberate drops left out."""
+    import shutil
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import merge_switch_side
+    ethtool = require_tool("ethtool")
+    facts = gather(root="/", gather_subset=["nic", "counters"])
+    physical = [n["name"] for n in facts["nics"] if n.get("address")]
+    if not physical:
+        pytest.skip("this machine has no PCI network device")
+
+    def run(argv):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        return done.returncode, done.stdout, done.stderr
+
+    merge_switch_side(facts, run, shutil.which, {"counters"})
+    raw = subprocess.run([ethtool, "-S", physical[0]], capture_output=True, text=True, timeout=30, check=False)
+    if raw.returncode != 0:
+        pytest.skip("%s has no driver statistics: %s" % (physical[0], raw.stderr.strip()))
+    stats = facts["counters"]["nic_stats"].get(physical[0])
+    names = [line.split(":")[0].strip() for line in raw.stdout.splitlines()[1:] if ":" in line]
+    wanted = [n for n in names if "drop" in n and "xdp" not in n]
+    assert wanted, raw.stdout  # every driver seen here counts drops
+    assert stats and all("xdp" not in k for k in stats), stats
+    for name in wanted:
+        summed = re.sub(r"^(rx|tx)(\d+)_", r"\1*_", re.sub(r"^(rx|tx)_queue_(\d+)_", r"\1_queue_*_", name))
+        assert summed in stats, (name, stats)

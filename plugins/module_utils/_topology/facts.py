@@ -19,6 +19,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie impor
     device_links, gpu_link_state, gpu_link_values, path_rank, pcie_bandwidth,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import ethtool as _ethtool, lldp as _lldp
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import ethtool_stats as _ethtool_stats
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nccl_conf import read_nccl_conf
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.kernel import (
     DMABUF_KERNEL, parse_release,
@@ -210,6 +211,8 @@ def _counters_fact(counters):
         "aer": dict((a, dict(sorted(v.items()))) for a, v in sorted(counters["aer"].items())),
         "rdma": dict((p, dict(sorted(v.items()))) for p, v in sorted(counters["rdma"].items())),
         "tcp": counters["tcp"],
+        # live nodes only (ethtool -S, merge_switch_side): a capture has no driver to ask
+        "nic_stats": None,
     }
 
 
@@ -501,9 +504,12 @@ def merge_switch_side(facts, run, which, subsets, lldp_socket=None):
     ``run(argv) -> (rc, out, err)``; ``which(name)`` -> path or None."""
     if "lldp" in subsets:
         facts["lldp"] = _lldp.gather(run, which("lldpctl"), lldp_socket)
-    if "link_modes" in subsets and facts.get("nics"):
-        physical = [n["name"] for n in facts["nics"] if n.get("address")]
+    physical = [n["name"] for n in facts.get("nics") or [] if n.get("address")]
+    if "link_modes" in subsets and physical:
         modes = _ethtool.gather(run, which("ethtool"), physical)
         for nic in facts["nics"]:
             if nic["name"] in modes:
                 nic["link_modes"] = modes[nic["name"]]
+    if "counters" in subsets and isinstance(facts.get("counters"), dict):
+        # the NIC's own counters (discards at its buffers, pause frames): only its driver knows them
+        facts["counters"]["nic_stats"] = _ethtool_stats.gather(run, which("ethtool"), physical) if physical else {}

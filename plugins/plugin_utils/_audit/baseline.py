@@ -43,10 +43,10 @@ def baseline_path(value, key=KEY):
 def window_seconds(value, key=WINDOW_KEY):
     """(seconds or None, errors): how long after the first gather the audit reads the counters again; None, 0 or an
     empty value: no second reading. Text of digits is a number (a command-line ``-e`` value arrives as text)."""
-    if value is None or value == "" or value == 0 or value == "0":
-        return None, []
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isdecimal() and value.strip().isascii():
         value = int(value.strip())
+    if value is None or (isinstance(value, str) and not value.strip()) or (value == 0 and not isinstance(value, bool)):
+        return None, []
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= WINDOW_MAX_S:
         return None, ["%s: %r is not a number of seconds from 1 to %d (0: no second reading)"
                       % (key, value, WINDOW_MAX_S)]

@@ -60,9 +60,14 @@ def host_input(hostvars, drift=False):
         entry[key] = hostvars.get(variable)
     second = hostvars.get("fabric_audit_window_gather")
     entry["window_error"] = None
-    if isinstance(second, dict) and (second.get("failed") or second.get("unreachable")):
-        # the facts are the first reading's: no window to judge
-        entry["window_counters"], entry["window_error"] = None, str(second.get("msg") or "failed")
+    if entry["window_counters"] is not None:
+        # the facts are the first reading's wherever the second is missing: no window to judge
+        if isinstance(second, dict) and (second.get("failed") or second.get("unreachable")):
+            entry["window_counters"], entry["window_error"] = None, "the second reading failed: %s" % (
+                second.get("msg") or "failed")
+        elif not isinstance(second, dict) or second.get("skipped"):
+            entry["window_counters"], entry["window_error"] = None, (
+                "not read a second time (the host left the play before the second gather)")
     return entry
 
 

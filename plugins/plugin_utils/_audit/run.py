@@ -65,6 +65,13 @@ def validate_inputs(inputs):
         normalized[host] = (expect, waivers, horizon)
         for error in errors + waiver_errors + network_errors:
             seen.setdefault(error, []).append(host)
+    windows = sorted(set(normalized[h][0]["window_s"] or 0 for h in normalized))
+    if len(windows) > 1:  # the playbook waits once for all hosts
+        named = [h for h in sorted(normalized) if (normalized[h][0]["window_s"] or 0) != windows[-1]]
+        seen.setdefault("%s: %s seconds on some hosts, %s on others: the playbook waits once for all of them; set "
+                        "one value for the whole play (-e %s=N)" % (
+                            WINDOW_KEY, windows[-1], " or ".join(str(w or "unset") for w in windows[:-1]),
+                            WINDOW_KEY), named)
     messages = []
     for error, hosts in sorted(seen.items()):
         named = ", ".join(hosts[:3]) + (" and %d more" % (len(hosts) - 3) if len(hosts) > 3 else "")
@@ -122,11 +129,13 @@ def run_audit(inputs, today, generated_at, version=None):
             if isinstance(first, dict):
                 expect["baseline"] = {"counters": first, "generated_at": None, "window_s": expect["window_s"]}
             else:
-                window_missing.append((host, item.get("window_error") or "the first gather read no counters"))
+                window_missing.append((host, item.get("window_error") or "the first gather read no counters, or this "
+                                       "playbook reads them once (playbooks/audit.yml reads them twice)"))
         host_findings, host_outcomes = evaluate_host(host, facts, expect)
         findings.extend(host_findings)
         outcomes[host] = host_outcomes
         audited[host] = (facts, expect)
+    row_errors = []
     if audited:
         inventory_findings, outcomes["inventory"] = evaluate_inventory(audited)
         findings.extend(inventory_findings)
@@ -135,10 +144,9 @@ def run_audit(inputs, today, generated_at, version=None):
                           measurements(dict((h, normalized[h][0]) for h in audited)),
                           cabling(dict((h, audited[h][0]) for h in audited)),
                           [row for h in sorted(audited) for row in nccl_choices(h, audited[h][0], audited[h][1])],
-                          [row for row in (stability_row(h, audited[h][0], audited[h][1]) for h in sorted(audited))
-                           if row is not None])
+                          stability_rows(audited, row_errors))
     report["policy_warnings"] = (policy_warnings(normalized, today) + baseline_warnings(baselines, baseline_hosts)
-                                 + window_warnings(window_missing))
+                                 + window_warnings(window_missing) + row_errors)
     # each host's counters as read now: this report is the next audit's baseline
     report["counters"] = dict((h, audited[h][0].get("counters")) for h in sorted(audited)
                               if isinstance(audited[h][0].get("counters"), dict))
@@ -147,13 +155,29 @@ def run_audit(inputs, today, generated_at, version=None):
     return report, []
 
 
+def stability_rows(audited, errors):
+    """The stability section's rows; a host whose counters the row cannot be computed from (a corrupt reading the
+    rules already named) is left out, with a line in ``errors``."""
+    rows = []
+    for host in sorted(audited):
+        try:
+            row = stability_row(host, audited[host][0], audited[host][1])
+        except (ArithmeticError, TypeError, ValueError, AttributeError, KeyError) as exc:
+            errors.append("the stability section leaves out %s: its counters cannot be read (%s: %s)" % (
+                host, type(exc).__name__, str(exc)[:200]))
+            continue
+        if row is not None:
+            rows.append(row)
+    return rows
+
+
 def window_warnings(missing):
     """One warning for the hosts fabric_audit_window could not read twice, naming the first few and why."""
     if not missing:
         return []
     named = ", ".join("%s (%s)" % (h, " ".join(str(why).split())[:160]) for h, why in missing[:3])
     more = " and %d more" % (len(missing) - 3) if len(missing) > 3 else ""
-    return ["%s: %d host(s) have no first reading to compare with: %s%s; they are judged without a baseline"
+    return ["%s: %d host(s) were not read twice: %s%s; they are judged without a baseline"
             % (WINDOW_KEY, len(missing), named, more)]
 
 

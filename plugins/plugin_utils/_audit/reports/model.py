@@ -12,6 +12,7 @@ __metaclass__ = type
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import SEVERITY_RANK
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import duration
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.stab import STABILITY_COUNTS
 
 
 def nccl_lines(row):
@@ -86,10 +87,9 @@ def throughput_cells(row, missing):
         row.get("basis") or missing)]
 
 
-STABILITY_COLUMNS = ("host", "over", "link flaps", "interface errors", "drops", "PCIe corrected",
-                     "PCIe uncorrected", "RDMA errors", "TCP sent again")
-_STABILITY_COUNTS = ("link_flaps", "interface_errors", "interface_drops", "pcie_correctable", "pcie_uncorrectable",
-                     "rdma_errors")
+STABILITY_COLUMNS = ("host", "over", "link flaps", "interface errors", "drops", "NIC discards", "NIC errors",
+                     "pause frames", "PCIe corrected", "PCIe uncorrected", "RDMA errors", "TCP sent again")
+_STABILITY_COUNTS = tuple(c for c in STABILITY_COUNTS if c != "tcp_retrans_segs")  # TCP: a share, its own cell
 
 
 def stability_cells(row, missing):
@@ -115,8 +115,8 @@ def stability_cells(row, missing):
 def stability_lines(row):
     """The stability row as lines of text (junit's system-out)."""
     cells = stability_cells(row, "-")
-    return ["Stability over %s:" % cells[1]] + ["  %s: %s" % (name, cell) for name, cell in
-                                                 zip(STABILITY_COLUMNS[2:], cells[2:])]
+    head = "Stability (%s):" if str(row.get("basis")).startswith("since boot") else "Stability over %s:"
+    return [head % cells[1]] + ["  %s: %s" % (name, cell) for name, cell in zip(STABILITY_COLUMNS[2:], cells[2:])]
 
 
 REPORT_SCHEMA_VERSION = 1

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ethtool_stats import kind as stats_kind
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import DEFAULT_TCP_RETRANSMIT_PERCENT
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import HostContext, host_rule, NotApplicable
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import duration, pair_subject
@@ -38,7 +39,10 @@ NO_BASELINE = ("judged between two readings: set fabric_audit_baseline to an ear
 def _number(value):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return value if math.isfinite(value) else None
+    try:
+        return value if math.isfinite(value) else None
+    except OverflowError:  # an int past a float's range (a corrupt baseline)
+        return None
 
 
 def _section(counters, name):
@@ -50,8 +54,12 @@ def _section(counters, name):
     return dict((k, v) for k, v in value.items() if isinstance(v, dict))
 
 
+MAX_COUNTER = (1 << 64) - 1
+
+
 def _counter(value):
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    """A counter's value: an int from 0 to 2**64 - 1 (what a kernel counter holds), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNTER else None
 
 
 class Window:
@@ -64,10 +72,10 @@ class Window:
         # each section checked once, not on every counter looked up
         readings = {"now": now, "before": before}
         self._sections = dict(((which, name), _section(readings[which], name))
-                              for which in readings for name in ("interfaces", "aer", "rdma"))
+                              for which in readings for name in ("interfaces", "aer", "rdma", "nic_stats"))
 
     def section(self, which, name):
-        """A section (interfaces, aer, rdma) of ``now`` or ``before`` as {key: dict}."""
+        """A section (interfaces, aer, rdma, nic_stats) of ``now`` or ``before`` as {key: dict}."""
         return self._sections[(which, name)]
 
     def growth(self, section, key, name):
@@ -117,7 +125,7 @@ def window(ctx):
     if not isinstance(before, dict):
         return None
     up, up_before = _number(now.get("uptime_s")), _number(before.get("uptime_s"))
-    if up is None or up_before is None:
+    if up is None or up_before is None or up < 0 or up_before < 0:
         raise NotApplicable("the baseline of %s cannot be used: uptime_s %r now, %r in the baseline (a number of "
                             "seconds each)" % (ctx.host, now.get("uptime_s"), before.get("uptime_s")))
     boot, boot_before = _number(now.get("boot_time")), _number(before.get("boot_time"))
@@ -183,7 +191,8 @@ def link_flaps(ctx):
     grew between two readings, and drops above 0.1% of the packets and one a minute on interfaces outside bonds (a
     bond's idle port drops by design). Lost frames are retransmitted by TCP, which shows as jitter in every collective
     step. Judged per physical interface and IPoIB port; a bond only where none of its ports is counted (its
-    statistics are theirs summed).""",
+    statistics are theirs summed). On live nodes also the NIC's own counters (ethtool -S): any error, and discards
+    (a port buffer overflowing, a ring without buffers: rx_discards_phy, rx_out_of_buffer) from one a minute.""",
     """CRC and frame errors: the cable, optic or switch port (swap them, read the switch port's counters). FIFO and
     missed errors and drops: the NIC's ring buffers (ethtool -G), IRQ affinity on the NIC's NUMA node, a CPU
     starved of time; ethtool -S names the queue.""")
@@ -212,12 +221,33 @@ def interface_errors(ctx):
             rate = win.per_hour(count) if count else None
             if count and (not total or count > DROP_SHARE * total) and rate is not None and rate >= DROPS_PER_HOUR:
                 drops[drop] = count
-        if not grown and not drops:
+        nic = nic_growth(win, name)
+        if not grown and not drops and not nic:
             continue
         said = ", ".join("%s +%d" % (c, g) for c, g in sorted(dict(grown, **drops).items()))
+        if nic:
+            said = ", ".join(x for x in (said, "the NIC's own (ethtool -S) " + ", ".join(
+                "%s +%d" % (c, g) for c, g in sorted(nic.items()))) if x)
         ctx.finding(name, "%s: %s %s" % (name, said, win.said()),
-                    dict(win.evidence(), interface=name, errors=grown, drops=drops,
-                         per_hour=dict((c, win.per_hour(g)) for c, g in sorted(dict(grown, **drops).items()))))
+                    dict(win.evidence(), interface=name, errors=grown, drops=drops, nic_stats=nic,
+                         per_hour=dict((c, win.per_hour(g)) for c, g in sorted(dict(grown, **dict(drops, **nic)).items()))))
+
+
+def nic_growth(win, name):
+    """The NIC's own error and discard counters (ethtool -S) of port ``name`` that grew: any error, discards from
+    one a minute (a port buffer that overflows now and then under incast is a switch's everyday)."""
+    grown = {}
+    for counter in sorted(win.section("now", "nic_stats").get(name) or {}):
+        label = stats_kind(counter)
+        if label not in ("errors", "discards"):
+            continue
+        count = win.growth("nic_stats", name, counter)
+        if not count:
+            continue
+        if label == "discards" and (win.per_hour(count) or 0) < DROPS_PER_HOUR:
+            continue
+        grown[counter] = count
+    return grown
 
 
 @host_rule(
@@ -243,7 +273,8 @@ def pcie_errors(ctx):
             total = _counter(entry.get("total")) if isinstance(entry, dict) else None
             if not total:
                 continue
-            if win is not None and not win.since_boot:
+            # an earlier audit reported what was counted before it; a window in this run did not: since boot
+            if win is not None and not win.since_boot and not win.in_run:
                 before = (win.section("before", "aer").get(address) or {}).get(kind)
                 before_total = _counter(before.get("total")) if isinstance(before, dict) else None
                 if before_total is None:
@@ -463,6 +494,20 @@ def _tcp(counters_reading):
     return value if isinstance(value, dict) else {}
 
 
+def tcp_growth(win):
+    """{"out_segs", "retrans_segs"} sent between the two readings of ``win``, or None. Either counter lower than
+    before (a wrap, another boot) counts both again from zero; more sent again than sent is no reading."""
+    now, before = _tcp(win.now), _tcp(win.before)
+    values = dict((k, _counter(now.get(k))) for k in ("out_segs", "retrans_segs"))
+    earlier = dict((k, 0 if win.since_boot else _counter(before.get(k))) for k in values)
+    if any(v is None for v in list(values.values()) + list(earlier.values())):
+        return None
+    if any(values[k] < earlier[k] for k in values):
+        earlier = dict((k, 0) for k in values)
+    grown = dict((k, values[k] - earlier[k]) for k in values)
+    return grown if grown["retrans_segs"] <= grown["out_segs"] else None
+
+
 @host_rule(
     "STAB-007", "Host TCP retransmits above budget", "warn",
     """The share of all TCP segments the host sent again between two readings (RetransSegs over OutSegs in
@@ -480,13 +525,10 @@ def tcp_retransmits(ctx):
     win = window(ctx)
     if win is None:
         raise NotApplicable("TCP retransmits are " + NO_BASELINE)
-    before = _tcp(win.before)
-    grown = {}
-    for key in ("out_segs", "retrans_segs"):
-        value, earlier = _counter(_tcp(now).get(key)), 0 if win.since_boot else _counter(before.get(key))
-        if value is None or earlier is None:
-            raise NotApplicable("TCP counter %s is missing from one of the readings" % key)
-        grown[key] = value - earlier if value >= earlier else value
+    grown = tcp_growth(win)
+    if grown is None:
+        raise NotApplicable("TCP counters out_segs and retrans_segs are missing from one of the readings, or more "
+                            "segments were sent again than sent")
     if grown["out_segs"] < MIN_TCP_SEGMENTS:
         raise NotApplicable("%d TCP segments sent %s: too few to judge a rate (at least %d)" % (
             grown["out_segs"], win.said(), MIN_TCP_SEGMENTS))
@@ -502,8 +544,13 @@ def tcp_retransmits(ctx):
 
 
 # ---- the reports' stability section --------------------------------------------------------------------------------
-STABILITY_COUNTS = ("link_flaps", "interface_errors", "interface_drops", "pcie_correctable", "pcie_uncorrectable",
-                    "rdma_errors", "tcp_retrans_segs")
+STABILITY_COUNTS = ("link_flaps", "interface_errors", "interface_drops", "nic_discards", "nic_errors",
+                    "pause_frames", "pcie_correctable", "pcie_uncorrectable", "rdma_errors", "tcp_retrans_segs")
+
+
+def _max(values):
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
 
 
 def _sum(values):
@@ -523,10 +570,13 @@ def stability_row(host, facts, expect):
         if not isinstance(ctx.facts.get("counters"), dict):
             return None
         now, win = ctx.facts["counters"], None
+        unusable = True
+    else:
+        unusable = False
     if win is None:
         up = _number(now.get("uptime_s"))
         win = Window(now, {}, up if up is not None and up > 0 else None, True, None)
-        basis = "since boot"
+        basis = "since boot (the baseline cannot be used)" if unusable else "since boot"
     else:
         basis = "since boot (rebooted)" if win.since_boot else (
             "fabric_audit_window" if win.in_run else "fabric_audit_baseline")
@@ -539,6 +589,8 @@ def stability_row(host, facts, expect):
             downs = (changes + 1) // 2 if changes is not None else None
         flaps.append(downs)
     aer = win.section("now", "aer")
+    if win.since_boot:
+        flaps = [None]  # a boot bounces links and trains PCIe links by itself: the rules judge neither since boot
 
     def aer_growth(address, kind):
         entry = aer[address].get(kind)
@@ -555,17 +607,18 @@ def stability_row(host, facts, expect):
         "link_flaps": _sum(flaps),
         "interface_errors": _sum(win.growth("interfaces", n, c) for n in ports for c in INTERFACE_ERRORS),
         "interface_drops": _sum(win.growth("interfaces", n, d) for n in ports for d, _p in INTERFACE_DROPS),
-        "pcie_correctable": _sum(aer_growth(a, "correctable") for a in aer),
+        "pcie_correctable": None if win.since_boot else _sum(aer_growth(a, "correctable") for a in aer),
         "pcie_uncorrectable": _sum(aer_growth(a, k) for a in aer for k in ("nonfatal", "fatal")),
         "rdma_errors": _sum(win.growth("rdma", p, c) for p in win.section("now", "rdma")
                             for c in RDMA_PORT_ERRORS + RDMA_TRANSPORT_ERRORS),
     }
-    tcp_now, tcp_before = _tcp(now), _tcp(win.before)
-    tcp = {}
-    for key in ("out_segs", "retrans_segs"):
-        value = _counter(tcp_now.get(key))
-        earlier = 0 if win.since_boot else _counter(tcp_before.get(key))
-        tcp[key] = None if value is None or earlier is None else (value - earlier if value >= earlier else value)
+    stats = win.section("now", "nic_stats")
+    for key, label in (("nic_discards", "discards"), ("nic_errors", "errors"), ("pause_frames", "pause")):
+        # per port the counter of that kind that grew most: drivers count one loss in several (a ring's and the
+        # port's total), so a sum would count it twice
+        counts[key] = _sum(_max(win.growth("nic_stats", p, c) for c in stats[p] if stats_kind(c) == label)
+                           for p in stats)
+    tcp = tcp_growth(win) or {"out_segs": None, "retrans_segs": None}
     counts["tcp_retrans_segs"] = tcp["retrans_segs"]
     share = (round(100.0 * tcp["retrans_segs"] / tcp["out_segs"], 4)
              if tcp["out_segs"] and tcp["retrans_segs"] is not None else None)
