@@ -57,7 +57,14 @@ class ActionModule(ControllerAction):
                                     % (", ".join(unknown), ", ".join(sorted(known)) or "none"))
         planned = targets(inputs, args["throughput_roles"], args["networks"], args["all_pairs_max"], args["port"],
                           args["min_fraction"])
+        if args["port"] + len(planned["throughput"]) - 1 > 65535:
+            raise AnsibleActionFail("probe_plan: port: %d + %d round(s) passes 65535 (each round has its own port)"
+                                    % (args["port"], len(planned["throughput"])))
         result.update(changed=False, **planned)
+        # each host's part of every round, for throughput_probe mode=rounds; hosts without any part are left out
+        result["throughput_by_host"] = dict(
+            (host, [part.get(host) or {"role": "idle"} for part in planned["throughput"]])
+            for host in sorted(inputs) if any(host in part for part in planned["throughput"]))
         result["msg"] = "; ".join("%s: %d host(s), %s, %d round(s), %d pair(s)" % (
             name, p["hosts"], p["kind"].replace("_", " "), p["rounds"], p["pairs"])
             for name, p in sorted(planned["plans"].items())) or "no network with addressed hosts to probe"

@@ -83,6 +83,13 @@ throughput:
   returned: always
   type: list
   elements: dict
+throughput_by_host:
+  description:
+    - The same rounds per host of O(hosts) with a part in any of them, in order, C(role=idle) where the host has no
+      part in a round; what M(gpuops.fabric.throughput_probe) takes in O(gpuops.fabric.throughput_probe#module:mode=rounds).
+  returned: always
+  type: dict
+  sample: {node1: [{role: server, bind: 198.18.1.1, port: 5201}, {role: idle}]}
 missing:
   description: Per host, networks it is attached to but has no address in.
   returned: always

@@ -20,10 +20,15 @@ description:
     the server, first idle and then while iperf3 runs, and returns both round-trip time distributions. A failed
     measurement (connection refused, timeout) is reported in RV(error), not as a failed task, so a probe round goes
     on.
-  - O(mode=stop) stops the server this module started for O(bind) and O(port) (all of them when O(bind) is omitted).
+  - O(mode=stop) stops the server this module started for O(bind) and O(port) (all of them, and a rounds run, when
+    O(bind) is omitted).
     Only processes recorded in its pid files that still are C(timeout)/C(iperf3) are signalled.
-  - The role C(gpuops.fabric.probes) runs these in rounds of disjoint pairs from M(gpuops.fabric.probe_plan) and
-    stops the servers in an C(always) section.
+  - O(mode=rounds) runs all of this node's rounds from M(gpuops.fabric.probe_plan) in one go (O(rounds), one part
+    per round). In round k it serves one measurement, measures as a client or idles. The nodes keep in step by
+    themselves, without the controller. A client whose server is not listening yet tries again, and each side
+    waits for the other until the end of its round's slot, k times O(round_timeout) after its start. The role
+    C(gpuops.fabric.probes) starts it on every node at once (C(async) with C(poll=0)), so rounds cost no tasks and no
+    forks.
   - Needs C(iperf3), coreutils C(timeout) and util-linux C(setsid) on the node.
 author:
   - gpuops.fabric maintainers (@gpuops)
@@ -33,9 +38,9 @@ extends_documentation_fragment:
   - gpuops.fabric.attributes.actiongroup
 options:
   mode:
-    description: Start a server, measure as a client, or stop servers.
+    description: Start a server, measure as a client, stop servers, or run all rounds of this node.
     type: str
-    choices: [server, client, stop]
+    choices: [server, client, stop, rounds]
     required: true
   bind:
     description: This node's address on the network under test (server and client bind to it).
@@ -62,9 +67,28 @@ options:
     description: Seconds to wait for a server to listen.
     type: float
     default: 5
+  rounds:
+    description:
+      - Rounds mode. This node's part of each round, in order, as M(gpuops.fabric.probe_plan) returns them in
+        RV(gpuops.fabric.probe_plan#module:throughput_by_host); each a dict with C(role) C(server), C(client) or
+        C(idle), and for a server C(bind) and C(port), for a client C(bind), C(server) and C(port). Other keys are
+        returned with the measurement as they came.
+    type: list
+    elements: raw
+  start_skew:
+    description:
+      - Rounds mode. Seconds by which the nodes' runs may start apart (the controller starts them a few forks at a
+        time); every round's slot ends that much later.
+    type: float
+    default: 0
+  round_timeout:
+    description:
+      - Rounds mode. Seconds of each round's slot (more than O(duration) + 1), the longest a server waits for its
+        client. Default O(duration) + 30, plus the idle pings with O(latency).
+    type: float
   latency:
     description:
-      - Client mode. Also measure latency under load. First O(latency_idle_count) plain pings from O(bind) to
+      - Client and rounds mode. Also measure latency under load. First O(latency_idle_count) plain pings from O(bind) to
         O(server) with the path idle, then pings every O(latency_interval) seconds while iperf3 loads the same path
         (from the end of slow start, at most 1 s in, until just before it stops sending).
       - The difference between the two is the queue the load builds (bufferbloat) and its jitter. Needs C(ping)
@@ -103,6 +127,23 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+measurements:
+  description:
+    - The client measurements of the rounds (rounds mode), in order; each the round's part with C(round) (from 1)
+      and the client results C(gbps), C(retransmits), C(retransmit_percent), C(bytes), C(mss), C(latency), C(error).
+  returned: rounds mode
+  type: list
+  elements: dict
+server_errors:
+  description: The rounds whose server did not start (rounds mode); each the round's part with C(round) and C(error).
+  returned: rounds mode
+  type: list
+  elements: dict
+round_seconds:
+  description: Seconds each round took on this node (rounds mode).
+  returned: rounds mode
+  type: list
+  elements: float
 gbps:
   description: Goodput the receiver saw, Gbit/s (client mode; null when the measurement failed).
   returned: client mode
@@ -156,7 +197,7 @@ lifetime:
   returned: server mode
   type: int
 stopped:
-  description: Process groups stopped (stop mode).
+  description: Process groups stopped, and the pid of a rounds run (stop mode).
   returned: stop mode
   type: list
   elements: int
@@ -165,6 +206,7 @@ stopped:
 import glob  # noqa: E402  (after the documentation, as Ansible modules are laid out)
 import ipaddress  # noqa: E402
 import os  # noqa: E402
+import signal  # noqa: E402
 import subprocess  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -194,11 +236,9 @@ def _version(module, key):
         module.fail_json(msg="%s: %r is not an IP address" % (key, module.params[key]))
 
 
-def serve(module):
-    params = module.params
-    bind, port = params["bind"], params["port"]
-    _version(module, "bind")
-    lifetime = params["lifetime"] if params["lifetime"] is not None else params["duration"] + 30
+def start_server(module, bind, port, lifetime, wait):
+    """Start a one-off iperf3 server on ``bind``:``port`` that ends after ``lifetime`` seconds whatever happens.
+    Returns (process group, None, argv) once it listens, or (None, why it did not start, argv)."""
     iperf3 = module.get_bin_path("iperf3", required=True)
     timeout = module.get_bin_path("timeout", required=True)
     setsid = module.get_bin_path("setsid", required=True)
@@ -219,8 +259,8 @@ def serve(module):
     argv = [setsid, "-f", "sh", "-c", 'exec "$@" >"$0" 2>&1 </dev/null', log] + server
     rc, out, err = module.run_command(argv)
     if rc != 0:
-        module.fail_json(msg="could not start the iperf3 server: %s" % (err or out).strip(), argv=argv)
-    deadline = time.time() + params["timeout"]
+        return None, "could not start the iperf3 server: %s" % (err or out).strip(), server
+    deadline = time.time() + wait
     group = None
     while time.time() < deadline:
         pid = _read_pid(own_pid)
@@ -233,19 +273,29 @@ def serve(module):
                 with open(path, "w") as handle:
                     handle.write("%d\n" % group)
         if group and listening(port, bind):
-            module.exit_json(changed=False, pid=group, lifetime=lifetime, argv=server,
-                             msg="iperf3 server on %s port %d for at most %d s" % (bind, port, lifetime))
+            return group, None, server
         said = _read_text(log)
         if "error" in said.lower():
             if group:
                 stop(group)
-            module.fail_json(msg="iperf3 server on %s port %d did not start: %s" % (bind, port, said[-400:]),
-                             argv=server)
+            return None, "iperf3 server on %s port %d did not start: %s" % (bind, port, said[-400:]), server
         time.sleep(0.05)
     if group:
         stop(group)
-    module.fail_json(msg="iperf3 server on %s port %d did not listen within %g s: %s"
-                         % (bind, port, params["timeout"], _read_text(log)[-400:] or "(no output)"), argv=server)
+    return None, "iperf3 server on %s port %d did not listen within %g s: %s" % (
+        bind, port, wait, _read_text(log)[-400:] or "(no output)"), server
+
+
+def serve(module):
+    params = module.params
+    bind, port = params["bind"], params["port"]
+    _version(module, "bind")
+    lifetime = params["lifetime"] if params["lifetime"] is not None else params["duration"] + 30
+    group, error, argv = start_server(module, bind, port, lifetime, params["timeout"])
+    if error:
+        module.fail_json(msg=error, argv=argv)
+    module.exit_json(changed=False, pid=group, lifetime=lifetime, argv=argv,
+                     msg="iperf3 server on %s port %d for at most %d s" % (bind, port, lifetime))
 
 
 def _read_text(path):
@@ -296,17 +346,22 @@ def _iperf3(argv, limit, during=None):
     return result, box.get("value")
 
 
-def measure(module):
+# not listening yet; or still serving an earlier client (a round's port serves one client, so not for long)
+REFUSED = ("connection refused", "server is busy")
+
+
+def run_client(module, bind, server, port, connect_until=None):
+    """One measurement from ``bind`` to ``server``:``port`` with the module's duration, streams and latency options:
+    (result as RETURN describes it, iperf3's argv). ``connect_until``: a time until which a refused connection is
+    tried again (the server of this round is not up yet), the idle pings going first."""
     params = module.params
-    version = _version(module, "server")
-    if params["bind"] and _version(module, "bind") != version:
-        module.fail_json(msg="bind: %s and server: %s are not of the same IP version" % (params["bind"], params["server"]))
+    version = ipaddress.ip_address(server).version
     iperf3 = module.get_bin_path("iperf3", required=True)
     duration = params["duration"]
-    argv = [iperf3, "-c", params["server"], "-p", str(params["port"]), "-t", str(duration),
+    argv = [iperf3, "-c", server, "-p", str(port), "-t", str(duration),
             "-P", str(params["streams"]), "-J", "--connect-timeout", "3000"]
-    if params["bind"]:
-        argv += ["-B", params["bind"]]
+    if bind:
+        argv += ["-B", bind]
     latency, during = None, None
     if params["latency"]:
         interval = params["latency_interval"]
@@ -316,8 +371,7 @@ def measure(module):
             latency["error"] = "ping is not installed (iputils-ping)"
         else:
             def pings(count):
-                return latency_argv(ping, params["server"], version, count, interval=interval, wait=2,
-                                    source=params["bind"])
+                return latency_argv(ping, server, version, count, interval=interval, wait=2, source=bind)
             idle = params["latency_idle_count"]
             latency["idle"] = _ping(pings(idle), idle * interval + 10)
             # Under load: from the end of slow start to just before iperf3 stops sending.
@@ -328,7 +382,12 @@ def measure(module):
                 if cancelled.wait(ramp):
                     return None  # iperf3 ended before the load began (refused): no loaded pings
                 return _ping(pings(loaded), loaded * interval + 10)
-    result, loaded_summary = _iperf3(argv, duration + 20, during)
+    while True:
+        result, loaded_summary = _iperf3(argv, duration + 20, during)
+        refused = result["gbps"] is None and any(r in str(result["error"]).lower() for r in REFUSED)
+        if not refused or connect_until is None or time.time() + 0.3 >= connect_until:
+            break
+        time.sleep(0.3)
     if latency is not None:
         # pings beside a measurement that failed measured an idle path: not latency under load
         latency["loaded"] = loaded_summary if result["gbps"] is not None else None
@@ -336,25 +395,176 @@ def measure(module):
             errors = [part["error"] for part in (latency["idle"], latency["loaded"]) if part and part.get("error")]
             latency["error"] = errors[0] if errors else None
     result["latency"] = latency
-    msg = ("%.3g Gbit/s from %s to %s" % (result["gbps"], params["bind"] or "(any)", params["server"])
+    return result, argv
+
+
+def _said(result, bind, server):
+    msg = ("%.3g Gbit/s from %s to %s" % (result["gbps"], bind or "(any)", server)
            if result["gbps"] is not None else "measurement failed: %s" % result["error"])
+    latency = result.get("latency")
     if latency and latency.get("loaded") and latency["loaded"].get("p99_ms") is not None and \
             latency["idle"].get("p50_ms") is not None:
         msg += "; ping p50 %s ms idle, p99 %s ms under load" % (latency["idle"]["p50_ms"], latency["loaded"]["p99_ms"])
-    module.exit_json(changed=False, argv=argv, msg=msg, **result)
+    return msg
+
+
+def measure(module):
+    params = module.params
+    version = _version(module, "server")
+    if params["bind"] and _version(module, "bind") != version:
+        module.fail_json(msg="bind: %s and server: %s are not of the same IP version" % (params["bind"], params["server"]))
+    result, argv = run_client(module, params["bind"], params["server"], params["port"])
+    module.exit_json(changed=False, argv=argv, msg=_said(result, params["bind"], params["server"]), **result)
+
+
+ROUND_KEYS = ("role", "bind", "server", "port")
+
+
+def _round_parts(module):
+    """The O(rounds) list checked before anything runs: each entry idle, or a server or client part with
+    addresses of one IP version and a port."""
+    parts = []
+    for index, part in enumerate(module.params["rounds"]):
+        where = "rounds[%d]" % index
+        if not isinstance(part, dict) or part.get("role") not in ("server", "client", "idle"):
+            module.fail_json(msg="%s: %r is not a server, client or idle part" % (where, part))
+        if part["role"] != "idle":
+            for key in ("bind", "port") + (("server",) if part["role"] == "client" else ()):
+                if part.get(key) in (None, ""):
+                    module.fail_json(msg="%s.%s: missing" % (where, key))
+            try:
+                versions = set(ipaddress.ip_address(str(part[k])).version for k in ("bind", "server") if k in part
+                               and (k == "bind" or part["role"] == "client"))
+            except ValueError as exc:
+                module.fail_json(msg="%s: %s" % (where, exc))
+            if len(versions) != 1:
+                module.fail_json(msg="%s: bind %s and server %s are not of the same IP version" % (
+                    where, part.get("bind"), part.get("server")))
+            port = part.get("port")
+            if isinstance(port, str) and port.isdecimal():
+                port = int(port)
+            if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+                module.fail_json(msg="%s.port: %r is not a port (1..65535)" % (where, part.get("port")))
+            part = dict(part, port=port)
+        parts.append(part)
+    return parts
+
+
+def _wait_server(group, deadline):
+    """Until the one-off server ends (its client measured) or ``deadline``; then it is stopped."""
+    while ours(group) and time.time() < deadline:
+        time.sleep(0.1)
+    stop(group)
+
+
+def runner_pidfile(binds):
+    """Where a rounds run keeps its pid: named by this node's first test address, so that nodes sharing a file
+    system (network namespaces of one machine) keep theirs apart."""
+    return os.path.join(PID_DIR, "rounds-%s.pid" % (sorted(binds)[0].replace(":", "_").replace("%", "_")
+                                                    if binds else "idle"))
+
+
+def _runner(pid):
+    """Whether ``pid`` is still a rounds run of this module (not a reused pid)."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            return b"throughput_probe" in handle.read()
+    except (IOError, OSError):
+        return False
+
+
+def stop_runner(path):
+    """Stop the rounds run whose pid ``path`` holds (an earlier, interrupted play's, and its servers); its pid, or
+    None."""
+    pid = _read_pid(path)
+    if not pid or pid == os.getpid() or not _runner(pid):
+        return None
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except OSError:
+        return None
+    deadline = time.time() + 5
+    while _runner(pid) and time.time() < deadline:
+        time.sleep(0.05)
+    return pid
+
+
+def run_rounds(module):
+    """Every round of this node in one run: in round k the node serves, measures or idles. Each side waits for the
+    other up to the end of its round's slot (k x O(round_timeout) from the start), so the rounds of all nodes stay
+    in step without the controller: a late peer is waited for, a missing one costs its slot only."""
+    params = module.params
+    parts = _round_parts(module)
+    if not os.path.isdir(PID_DIR):
+        os.makedirs(PID_DIR, 0o700)
+    runner = runner_pidfile(set(str(p["bind"]) for p in parts if p.get("bind")))
+    stop_runner(runner)
+    with open(runner, "w") as handle:
+        handle.write("%d\n" % os.getpid())
+    current = {}
+
+    def ended(signum, _frame):  # mode=stop: no server left behind (Ansible's async limit kills with SIGKILL; the
+        # server then ends on its own at its slot's end)
+        if current.get("group"):
+            stop(current["group"])
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, ended)
+    slot = params["round_timeout"] or (params["duration"] + 30 + (
+        params["latency_idle_count"] * params["latency_interval"] if params["latency"] else 0))
+    start = time.time()
+    measurements, server_errors, spent = [], [], []
+    for index, part in enumerate(parts):
+        began = time.time()
+        deadline = start + params["start_skew"] + (index + 1) * slot
+        if part["role"] == "server":
+            group, error, _argv = start_server(module, part["bind"], part["port"],
+                                               max(1, int(deadline - time.time()) + 1), params["timeout"])
+            if error:
+                server_errors.append(dict(part, error=error, round=index + 1))
+            else:
+                current["group"] = group
+                _wait_server(group, deadline)
+                current["group"] = None
+        elif part["role"] == "client":
+            # the peer's server may start a little later (its previous round, the start of its run): try again until
+            # there is just time left for the measurement in this slot
+            result, _argv = run_client(module, part["bind"], str(part["server"]), part["port"],
+                                       connect_until=deadline - params["duration"] - 1)
+            measurements.append(dict(part, round=index + 1, gbps=result["gbps"], retransmits=result["retransmits"],
+                                     retransmit_percent=result["retransmit_percent"], bytes=result["bytes"],
+                                     mss=result["mss"], latency=result["latency"], error=result["error"]))
+        spent.append(round(time.time() - began, 2))
+    if _read_pid(runner) == os.getpid():
+        _unlink(runner)
+    module.exit_json(changed=False, measurements=measurements, server_errors=server_errors, round_seconds=spent,
+                     msg="%d round(s): %d measurement(s), %d failed, %d server(s) did not start" % (
+                         len(parts), len(measurements), sum(1 for m in measurements if m["error"]),
+                         len(server_errors)))
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError:  # gone already (another stop on a machine shared by namespace hosts)
+        pass
 
 
 def halt(module):
     bind, port = module.params["bind"], module.params["port"]
     paths = [pidfile(bind, port)] if bind else sorted(glob.glob(os.path.join(PID_DIR, "iperf3-*.pid")))
     stopped = []
+    if not bind:
+        for path in sorted(glob.glob(os.path.join(PID_DIR, "rounds-*.pid"))):
+            runner = stop_runner(path)  # the rounds runs first, so that they start no further server
+            if runner:
+                stopped.append(runner)
+            _unlink(path)
     for path in paths:
         pid = _read_pid(path)
         if pid and stop(pid):
             stopped.append(pid)
         for name in (path, path[:-4] + ".log", path[:-4] + ".iperf3"):
-            if os.path.exists(name):
-                os.unlink(name)
+            _unlink(name)
     module.exit_json(changed=False, stopped=stopped,
                      msg="stopped %d iperf3 server(s)" % len(stopped) if stopped else "no iperf3 server running")
 
@@ -362,7 +572,10 @@ def halt(module):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            mode=dict(type="str", choices=["server", "client", "stop"], required=True),
+            mode=dict(type="str", choices=["server", "client", "stop", "rounds"], required=True),
+            rounds=dict(type="list", elements="raw"),
+            round_timeout=dict(type="float"),
+            start_skew=dict(type="float", default=0),
             bind=dict(type="str"),
             server=dict(type="str"),
             port=dict(type="int", default=5201),
@@ -374,7 +587,7 @@ def main():
             latency_interval=dict(type="float", default=0.2),
             latency_idle_count=dict(type="int", default=10),
         ),
-        required_if=[("mode", "server", ("bind",)), ("mode", "client", ("server",))],
+        required_if=[("mode", "server", ("bind",)), ("mode", "client", ("server",)), ("mode", "rounds", ("rounds",))],
         supports_check_mode=True,
     )
     params = module.params
@@ -387,7 +600,12 @@ def main():
         module.fail_json(msg="latency_interval: %r is outside 0.002..10 seconds" % params["latency_interval"])
     if params["lifetime"] is not None and params["lifetime"] < 1:
         module.fail_json(msg="lifetime: %r must be at least 1" % params["lifetime"])
-    {"server": serve, "client": measure, "stop": halt}[params["mode"]](module)
+    if params["round_timeout"] is not None and not params["duration"] + 1 < params["round_timeout"] <= 86400:
+        module.fail_json(msg="round_timeout: %r must be more than duration + 1 and at most 86400 seconds"
+                             % params["round_timeout"])
+    if not 0 <= params["start_skew"] <= 3600:
+        module.fail_json(msg="start_skew: %r is outside 0..3600 seconds" % params["start_skew"])
+    {"server": serve, "client": measure, "stop": halt, "rounds": run_rounds}[params["mode"]](module)
 
 
 if __name__ == "__main__":

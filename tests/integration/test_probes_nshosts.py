@@ -164,8 +164,25 @@ def test_a_server_nobody_stops_ends_on_its_own(ansible_env, testbed, tmp_path):
     assert ours() == []
 
 
-def test_interrupted_play_leaves_no_iperf3(ansible_env, testbed, tmp_path):
-    inv = inventory(testbed, tmp_path, fabric_probe_duration=6, fabric_probe_server_lifetime=10,
+def runners():
+    """The rounds runs of throughput_probe on this machine (every namespace host shares its process table)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as handle:
+                    if b"throughput_probe" in handle.read() and int(pid) != os.getpid():
+                        found.append(int(pid))
+            except OSError:
+                pass
+    return found
+
+
+def test_interrupted_play_leaves_nothing_past_its_bound(ansible_env, testbed, tmp_path):
+    """Ctrl-C during the rounds: each node's run goes on without the controller, but never past its bound (the
+    rounds' slots, each fabric_probe_server_lifetime long, plus 30 s: Ansible's async limit). mode=stop, run by
+    hand, ends every run and server at once."""
+    inv = inventory(testbed, tmp_path, fabric_probe_duration=3, fabric_probe_server_lifetime=6,
                     fabric_probes=["throughput"])
     proc = subprocess.Popen(audit_argv(inv, "-e", "fabric_probes_enabled=true"), env=ansible_env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -174,13 +191,37 @@ def test_interrupted_play_leaves_no_iperf3(ansible_env, testbed, tmp_path):
         while not ours() and time.time() < deadline and proc.poll() is None:
             time.sleep(0.1)
         assert ours(), "no iperf3 ever started"
-        time.sleep(1)
+        started = time.time()
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal sends to the foreground group
         proc.wait(timeout=60)
-        interrupted = time.time()
-        while ours() and time.time() < interrupted + 20:
+        assert runners(), "the rounds ended with the controller: nothing to test"
+        # the plan of 4 hosts: 3 rounds of 6 s; the async limit is 3 x 6 + 30 s
+        while (ours() or runners()) and time.time() < started + 3 * 6 + 30 + 10:
+            time.sleep(0.5)
+        assert ours() == [] and runners() == [], "left running past the bound: %s %s" % (ours(), runners())
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_stop_ends_every_round_at_once(ansible_env, testbed, tmp_path):
+    inv = inventory(testbed, tmp_path, fabric_probe_duration=10, fabric_probes=["throughput"])
+    proc = subprocess.Popen(audit_argv(inv, "-e", "fabric_probes_enabled=true"), env=ansible_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while not ours() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        assert ours(), "no iperf3 ever started"
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=60)
+        stopped = subprocess.run(["ansible", "-i", inv, "all", "-m", "gpuops.fabric.throughput_probe", "-a", "mode=stop"],
+                                 env=ansible_env, capture_output=True, text=True, timeout=120, check=False)
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        deadline = time.time() + 10
+        while (ours() or runners()) and time.time() < deadline:
             time.sleep(0.2)
-        assert ours() == [], "left running 20 s after the interrupt: %s" % ours()
+        assert ours() == [] and runners() == [], (ours(), runners())
     finally:
         if proc.poll() is None:
             proc.kill()

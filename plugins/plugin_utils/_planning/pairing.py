@@ -188,6 +188,9 @@ def targets(inputs, throughput_roles=("training", "storage"), networks=None, all
             continue
         for pairs in chosen["rounds"]:
             entries = {}
+            # a port per round: a node that ran ahead of its peer meets no server of an earlier round (which would
+            # turn it away as busy), only a refused connection, which it tries again
+            round_port = port + len(rounds)
             for client, server in pairs:
                 (c_iface, c_ip), (s_iface, s_ip) = where[client], where[server]
                 c_facts, s_facts = inputs[client]["facts"], inputs[server]["facts"]
@@ -199,9 +202,9 @@ def targets(inputs, throughput_roles=("training", "storage"), networks=None, all
                     speed, basis = (min(speeds), "link speed") if len(speeds) == 2 else (None, "link speed unknown")
                 expected = (round(ethernet_goodput(speed, mtu, vlan=bool(network.get("vlan")), ipv6=c_ip.version == 6),
                                   3) if speed else None)
-                entries[server] = {"role": "server", "bind": str(s_ip), "port": port, "network": name,
+                entries[server] = {"role": "server", "bind": str(s_ip), "port": round_port, "network": name,
                                    "peer": client}
-                entries[client] = {"role": "client", "bind": str(c_ip), "server": str(s_ip), "port": port,
+                entries[client] = {"role": "client", "bind": str(c_ip), "server": str(s_ip), "port": round_port,
                                    "network": name, "peer": server, "speed_mbps": speed, "mtu": mtu,
                                    "expected_gbps": expected, "min_fraction": min_fraction,
                                    "basis": "%s: %s Mb/s at MTU %s (%s)" % (basis, speed, mtu, mtu_basis)

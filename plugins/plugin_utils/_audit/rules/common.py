@@ -9,6 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import ports_under
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable
 
@@ -46,7 +48,7 @@ def _attached(ctx):
 
 def duration(seconds):
     """A span for a message: 45 s, 12 min, 3.5 h; None for what is not a number of seconds."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds == seconds:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or math.isnan(seconds):
         return None
     if seconds < 120:
         return "%d s" % round(max(seconds, 0))

@@ -147,6 +147,9 @@ def probe_errors(ctx):
             ctx.finding(pair_subject(entry, ctx.host), "ping to %s on %s did not run: %s" % (
                 entry.get("peer"), entry.get("network"),
                 entry.get("error") or (entry.get("jumbo") or {}).get("output") or "no output"), entry)
+    if probes.get("throughput_error"):
+        ctx.finding("throughput_probe", "the iperf3 rounds did not run: %s" % probes["throughput_error"],
+                    {"error": probes["throughput_error"]})
     for entry in probes.get("server_errors") or []:
         message = "iperf3 server for %s on %s did not start: %s" % (entry.get("peer"), entry.get("network"),
                                                                     entry.get("error"))

@@ -109,7 +109,6 @@ class Window:
         return "in the %s since the %s" % (span, "first reading" if self.in_run else "baseline")
 
 
-
 def counters(ctx):
     value = ctx.facts.get("counters")
     if not isinstance(value, dict):

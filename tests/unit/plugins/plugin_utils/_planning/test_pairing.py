@@ -102,6 +102,8 @@ def test_targets_pair_hosts_by_their_real_addresses():
         for client in clients:
             assert client["server"] in servers and client["expected_gbps"] == 9.9  # 10 GbE at MTU 9000: 10 x 8948 / 9038
             assert client["basis"] == "link speed: 10000 Mb/s at MTU 9000 (fabric_networks.training.mtu)"
+    # a port per round (5201, 5202, ...): a node that runs ahead meets no server of an earlier round
+    assert [sorted(set(e["port"] for e in entries.values())) for entries in out["throughput"]] == [[5201], [5202], [5203]]
 
 
 def test_targets_take_one_bond_leg_and_the_declared_speed():
