@@ -214,7 +214,7 @@ import time  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.iperf3 import (
-    PID_DIR, failed, listening, ours, parse_iperf3, pidfile, stop,
+    PID_DIR, cmdline, failed, listening, ours, parse_iperf3, pidfile, stop,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.ping import (
     MAX_OUTPUT, MAX_PINGS, latency_argv, summarize_latency,
@@ -466,11 +466,7 @@ def runner_pidfile(binds):
 
 def _runner(pid):
     """Whether ``pid`` is still a rounds run of this module (not a reused pid)."""
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as handle:
-            return b"throughput_probe" in handle.read()
-    except (IOError, OSError):
-        return False
+    return any("throughput_probe" in arg for arg in cmdline(pid))
 
 
 def stop_runner(path):

@@ -5,6 +5,7 @@ The audit with probes must name the 1500 host in every failing jumbo pair, judge
 1GbE expectation (pass) and report the 300 Mbit/s one, leave no iperf3 behind (also when interrupted), and change
 nothing (it runs in --check here)."""
 
+import contextlib
 import json
 import os
 import signal
@@ -178,43 +179,42 @@ def runners():
     return found
 
 
-def test_interrupted_play_leaves_nothing_past_its_bound(ansible_env, testbed, tmp_path):
-    """Ctrl-C during the rounds: each node's run goes on without the controller, but never past its bound (the
-    rounds' slots, each fabric_probe_server_lifetime long, plus 30 s: Ansible's async limit). mode=stop, run by
-    hand, ends every run and server at once."""
-    inv = inventory(testbed, tmp_path, fabric_probe_duration=3, fabric_probe_server_lifetime=6,
-                    fabric_probes=["throughput"])
-    proc = subprocess.Popen(audit_argv(inv, "-e", "fabric_probes_enabled=true"), env=ansible_env,
+@contextlib.contextmanager
+def interrupted_audit(env, inv):
+    """An audit with throughput probes, Ctrl-C'd once an iperf3 runs; yields when the interrupt was sent."""
+    proc = subprocess.Popen(audit_argv(inv, "-e", "fabric_probes_enabled=true"), env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         deadline = time.time() + 120
         while not ours() and time.time() < deadline and proc.poll() is None:
             time.sleep(0.1)
         assert ours(), "no iperf3 ever started"
-        started = time.time()
+        interrupted = time.time()
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal sends to the foreground group
         proc.wait(timeout=60)
-        assert runners(), "the rounds ended with the controller: nothing to test"
-        # the plan of 4 hosts: 3 rounds of 6 s; the async limit is 3 x 6 + 30 s
-        while (ours() or runners()) and time.time() < started + 3 * 6 + 30 + 10:
-            time.sleep(0.5)
-        assert ours() == [] and runners() == [], "left running past the bound: %s %s" % (ours(), runners())
+        yield interrupted
     finally:
         if proc.poll() is None:
             proc.kill()
 
 
+def test_interrupted_play_leaves_nothing_past_its_bound(ansible_env, testbed, tmp_path):
+    """Ctrl-C during the rounds: each node's run goes on without the controller, but never past its bound (the
+    rounds' slots, each fabric_probe_server_lifetime long, plus 30 s: Ansible's async limit)."""
+    inv = inventory(testbed, tmp_path, fabric_probe_duration=3, fabric_probe_server_lifetime=6,
+                    fabric_probes=["throughput"])
+    with interrupted_audit(ansible_env, inv) as started:
+        assert runners(), "the rounds ended with the controller: nothing to test"
+        # the plan of 4 hosts: 3 rounds of 6 s; the async limit is 3 x 6 + 30 s
+        while (ours() or runners()) and time.time() < started + 3 * 6 + 30 + 10:
+            time.sleep(0.5)
+        assert ours() == [] and runners() == [], "left running past the bound: %s %s" % (ours(), runners())
+
+
 def test_stop_ends_every_round_at_once(ansible_env, testbed, tmp_path):
+    """mode=stop, run by hand after Ctrl-C, ends every node's run and server at once."""
     inv = inventory(testbed, tmp_path, fabric_probe_duration=10, fabric_probes=["throughput"])
-    proc = subprocess.Popen(audit_argv(inv, "-e", "fabric_probes_enabled=true"), env=ansible_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        deadline = time.time() + 120
-        while not ours() and time.time() < deadline and proc.poll() is None:
-            time.sleep(0.1)
-        assert ours(), "no iperf3 ever started"
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=60)
+    with interrupted_audit(ansible_env, inv):
         stopped = subprocess.run(["ansible", "-i", inv, "all", "-m", "gpuops.fabric.throughput_probe", "-a", "mode=stop"],
                                  env=ansible_env, capture_output=True, text=True, timeout=120, check=False)
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
@@ -222,9 +222,6 @@ def test_stop_ends_every_round_at_once(ansible_env, testbed, tmp_path):
         while (ours() or runners()) and time.time() < deadline:
             time.sleep(0.2)
         assert ours() == [] and runners() == [], (ours(), runners())
-    finally:
-        if proc.poll() is None:
-            proc.kill()
 
 
 def test_a_taken_port_is_named(ansible_env, testbed, tmp_path):

@@ -63,7 +63,7 @@ def pidfile(bind, port):
     return os.path.join(PID_DIR, "iperf3-%s-%d.pid" % (bind.replace(":", "_").replace("%", "_"), port))
 
 
-def _cmdline(pid):
+def cmdline(pid):
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as handle:
             return [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
@@ -73,7 +73,7 @@ def _cmdline(pid):
 
 def ours(pid):
     """Whether ``pid`` is still a probe server (the timeout wrapper or iperf3 itself), not a reused pid."""
-    argv = _cmdline(pid)
+    argv = cmdline(pid)
     return bool(argv) and os.path.basename(argv[0]) in ("timeout", "iperf3") and any(
         os.path.basename(a) == "iperf3" for a in argv)
 

@@ -13,6 +13,7 @@ import re
 
 
 # Plausible ranges of the numbers read, (low, high) inclusive: anything outside is no kernel's answer.
+MAX_COUNTER = (1 << 64) - 1  # a kernel or driver counter is at most 64 bits
 MAX_SPEED_MBPS = 3200000  # 3.2 Tbit/s: twice 1.6 Tbit/s, the fastest Ethernet rate standardised
 LIMITS = {
     "numa_node": (0, 1023),          # MAX_NUMNODES: NODES_SHIFT is at most 10

@@ -245,7 +245,7 @@ def waiver_warnings(waivers_by_host, today, horizon_days=DEFAULT_WAIVER_HORIZON_
     for ident, waiver in order:
         hosts = carriers[ident]
         where = "%s[%d] (rule %s, hosts %r)" % (key, ident[0], waiver.get("rule"), waiver.get("hosts"))
-        named = _named(hosts)
+        named = named_hosts(hosts)
         pattern = waiver.get("hosts")
         if isinstance(pattern, str) and not any(fnmatch.fnmatchcase(h, pattern) for h in hosts):
             warnings.append("%s: the host pattern %r matches none of the hosts that carry this waiver (%s), so it "
@@ -259,7 +259,7 @@ def waiver_warnings(waivers_by_host, today, horizon_days=DEFAULT_WAIVER_HORIZON_
                 warnings.append("%s: expires %s, %d days from %s, beyond the %d-day horizon (%s); a waiver is a "
                                 "decision to look again: set an earlier date (host %s)"
                                 % (where, expires.isoformat(), (expires - today).days, today.isoformat(), days,
-                                   WAIVER_HORIZON_VARIABLE, _named(on)))
+                                   WAIVER_HORIZON_VARIABLE, named_hosts(on)))
     return warnings
 
 
@@ -270,5 +270,6 @@ def _horizon_of(horizon_days, host):
     return horizon_days
 
 
-def _named(hosts):
+def named_hosts(hosts):
+    """The first three of ``hosts`` and how many more: a message about many hosts stays one line."""
     return ", ".join(hosts[:3]) + (" and %d more" % (len(hosts) - 3) if len(hosts) > 3 else "")

@@ -18,8 +18,8 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline impo
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import evaluate_host, evaluate_inventory
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import observed
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import (
-    apply_waivers, read_cabling, read_networks, validate_expectations, validate_waiver_horizon, validate_waivers,
-    waiver_warnings,
+    apply_waivers, named_hosts, read_cabling, read_networks, validate_expectations, validate_waiver_horizon,
+    validate_waivers, waiver_warnings,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import build_report
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.ncclrun import nccl_choices
@@ -74,8 +74,7 @@ def validate_inputs(inputs):
                             WINDOW_KEY), named)
     messages = []
     for error, hosts in sorted(seen.items()):
-        named = ", ".join(hosts[:3]) + (" and %d more" % (len(hosts) - 3) if len(hosts) > 3 else "")
-        messages.append("%s (host %s)" % (error, named))
+        messages.append("%s (host %s)" % (error, named_hosts(hosts)))
     return normalized, messages
 
 
@@ -175,10 +174,9 @@ def window_warnings(missing):
     """One warning for the hosts fabric_audit_window could not read twice, naming the first few and why."""
     if not missing:
         return []
-    named = ", ".join("%s (%s)" % (h, " ".join(str(why).split())[:160]) for h, why in missing[:3])
-    more = " and %d more" % (len(missing) - 3) if len(missing) > 3 else ""
-    return ["%s: %d host(s) were not read twice: %s%s; they are judged without a baseline"
-            % (WINDOW_KEY, len(missing), named, more)]
+    named = named_hosts(["%s (%s)" % (h, " ".join(str(why).split())[:160]) for h, why in missing])
+    return ["%s: %d host(s) were not read twice: %s; they are judged without a baseline"
+            % (WINDOW_KEY, len(missing), named)]
 
 
 def cabling(facts_by_host):

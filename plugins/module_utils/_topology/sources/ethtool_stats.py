@@ -18,10 +18,11 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER
+
 MAX_BYTES = 2 * 1024 * 1024
 MAX_LINES = 20000
 MAX_KEPT = 256
-MAX_COUNTER = (1 << 64) - 1
 _LINE = re.compile(r"^\s*([A-Za-z0-9_\[](?:[A-Za-z0-9_.\-\[\]: /()+#]{0,126}[A-Za-z0-9_\])])?):\s+([0-9]{1,20})\s*$")
 # per-queue and per-ring names: mlx5 rx3_..., virtio/ice rx_queue_3_..., i40e rx-3.…, bnxt [3]: …, sfc rx-3.…
 _QUEUE = (re.compile(r"^(rx|tx|ch|xdp)(\d+)_"), re.compile(r"^(rx|tx)_queue_(\d+)_"),

@@ -15,6 +15,7 @@ __metaclass__ = type
 import math
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ethtool_stats import kind as stats_kind
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import DEFAULT_TCP_RETRANSMIT_PERCENT
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import HostContext, host_rule, NotApplicable
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import duration, pair_subject
@@ -54,9 +55,6 @@ def _section(counters, name):
     return dict((k, v) for k, v in value.items() if isinstance(v, dict))
 
 
-MAX_COUNTER = (1 << 64) - 1
-
-
 def _counter(value):
     """A counter's value: an int from 0 to 2**64 - 1 (what a kernel counter holds), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNTER else None
@@ -92,6 +90,28 @@ class Window:
         if before is None:
             return None
         return now - before if now >= before else now  # reset (driver reload, wrap): counted again from zero
+
+    def downs(self, name):
+        """How often interface ``name``'s link went down: carrier_down_count's growth, else half the carrier
+        changes (kernels before 4.16 count only those); None when neither is comparable."""
+        downs = self.growth("interfaces", name, "carrier_down_count")
+        if downs is None:
+            changes = self.growth("interfaces", name, "carrier_changes")
+            downs = (changes + 1) // 2 if changes is not None else None
+        return downs
+
+    def aer_growth(self, address, kind):
+        """How much the total of AER ``kind`` (correctable, nonfatal, fatal) of ``address`` grew; None when either
+        reading lacks it. Nested one level deeper than the other sections: {address: {kind: {total, by_type}}}."""
+        entry = self.section("now", "aer").get(address, {}).get(kind)
+        total = _counter(entry.get("total")) if isinstance(entry, dict) else None
+        if total is None or self.since_boot:
+            return total
+        before = (self.section("before", "aer").get(address) or {}).get(kind)
+        before_total = _counter(before.get("total")) if isinstance(before, dict) else None
+        if before_total is None:
+            return None
+        return total - before_total if total >= before_total else total
 
     def per_hour(self, count):
         return round(count * 3600.0 / self.seconds, 2) if self.seconds else None
@@ -171,10 +191,7 @@ def link_flaps(ctx):
                             "with this one as its baseline")
     for name in _interfaces(win, ("physical", "bond", "ipoib")):
         entry = win.now["interfaces"][name]
-        downs = win.growth("interfaces", name, "carrier_down_count")
-        if downs is None:  # kernels before 4.16: two changes per flap
-            changes = win.growth("interfaces", name, "carrier_changes")
-            downs = (changes + 1) // 2 if changes is not None else None
+        downs = win.downs(name)
         if not downs:
             continue
         ctx.finding(name, "%s: the link went down %d time(s) %s (%s per hour)" % (
@@ -272,19 +289,13 @@ def pcie_errors(ctx):
             total = _counter(entry.get("total")) if isinstance(entry, dict) else None
             if not total:
                 continue
+            grown, when = total, "since boot"
             # an earlier audit reported what was counted before it; a window in this run did not: since boot
             if win is not None and not win.since_boot and not win.in_run:
-                before = (win.section("before", "aer").get(address) or {}).get(kind)
-                before_total = _counter(before.get("total")) if isinstance(before, dict) else None
-                if before_total is None:
-                    grown, when = total, "since boot (not in the baseline)"
-                else:
-                    grown = total - before_total if total >= before_total else total
-                    when = win.said()
+                grown = win.aer_growth(address, kind)
+                grown, when = (total, "since boot (not in the baseline)") if grown is None else (grown, win.said())
                 if not grown:
                     continue
-            else:
-                grown, when = total, "since boot"
             ctx.finding(address, "%s (%s): %d %s PCIe error(s) %s (%s)" % (
                 address, names, grown, "fatal" if kind == "fatal" else "non-fatal", when,
                 ", ".join("%s %d" % (t, n) for t, n in sorted((entry.get("by_type") or {}).items())) or "types not "
@@ -293,14 +304,7 @@ def pcie_errors(ctx):
         if win is None or win.since_boot:
             continue  # since boot the link's own training at boot counts too: only growth on one boot says anything
         entry = aer[address].get("correctable")
-        total = _counter(entry.get("total")) if isinstance(entry, dict) else None
-        if not total:
-            continue
-        before = (win.section("before", "aer").get(address) or {}).get("correctable")
-        before_total = _counter(before.get("total")) if isinstance(before, dict) else None
-        if before_total is None:
-            continue
-        grown = total - before_total if total >= before_total else total
+        grown = win.aer_growth(address, "correctable")
         if grown:
             ctx.finding(address, "%s (%s): %d correctable PCIe error(s) %s (%s per hour: %s)" % (
                 address, names, grown, win.said(), win.per_hour(grown),
@@ -580,34 +584,15 @@ def stability_row(host, facts, expect):
         basis = "since boot (rebooted)" if win.since_boot else (
             "fabric_audit_window" if win.in_run else "fabric_audit_baseline")
     ports = _interfaces(win, ("physical", "ipoib"))
-    flaps = []
-    for name in _interfaces(win, ("physical", "bond", "ipoib")):
-        downs = win.growth("interfaces", name, "carrier_down_count")
-        if downs is None:
-            changes = win.growth("interfaces", name, "carrier_changes")
-            downs = (changes + 1) // 2 if changes is not None else None
-        flaps.append(downs)
     aer = win.section("now", "aer")
-    if win.since_boot:
-        flaps = [None]  # a boot bounces links and trains PCIe links by itself: the rules judge neither since boot
-
-    def aer_growth(address, kind):
-        entry = aer[address].get(kind)
-        total = _counter(entry.get("total")) if isinstance(entry, dict) else None
-        if total is None or win.since_boot:
-            return total
-        before = (win.section("before", "aer").get(address) or {}).get(kind)
-        before_total = _counter(before.get("total")) if isinstance(before, dict) else None
-        if before_total is None:
-            return None
-        return total - before_total if total >= before_total else total
-
+    linked = _interfaces(win, ("physical", "bond", "ipoib"))
+    # a boot bounces links and trains PCIe links by itself: the rules judge neither since boot, nor does the row
     counts = {
-        "link_flaps": _sum(flaps),
+        "link_flaps": None if win.since_boot else _sum(win.downs(n) for n in linked),
         "interface_errors": _sum(win.growth("interfaces", n, c) for n in ports for c in INTERFACE_ERRORS),
         "interface_drops": _sum(win.growth("interfaces", n, d) for n in ports for d, _p in INTERFACE_DROPS),
-        "pcie_correctable": None if win.since_boot else _sum(aer_growth(a, "correctable") for a in aer),
-        "pcie_uncorrectable": _sum(aer_growth(a, k) for a in aer for k in ("nonfatal", "fatal")),
+        "pcie_correctable": None if win.since_boot else _sum(win.aer_growth(a, "correctable") for a in aer),
+        "pcie_uncorrectable": _sum(win.aer_growth(a, k) for a in aer for k in ("nonfatal", "fatal")),
         "rdma_errors": _sum(win.growth("rdma", p, c) for p in win.section("now", "rdma")
                             for c in RDMA_PORT_ERRORS + RDMA_TRANSPORT_ERRORS),
     }

@@ -16,9 +16,8 @@ import os
 import re
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import CONTROL_CLASSES
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import parse_decimal
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER, parse_decimal
 
-MAX_COUNTER = (1 << 64) - 1
 # /sys/class/net/<if>/ and its statistics/ (include/uapi/linux/if_link.h, struct rtnl_link_stats64)
 CARRIER_FILES = ("carrier_changes", "carrier_up_count", "carrier_down_count")
 NET_STATISTICS = ("rx_packets", "tx_packets", "rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_crc_errors",
