@@ -19,7 +19,9 @@ ARGUMENT_SPEC = dict(
     all_pairs_max=dict(type="int", default=32),
     port=dict(type="int", default=5201),
     min_fraction=dict(type="float", default=0.8),
+    repeat=dict(type="int", default=1),
 )
+MAX_REPEAT = 10
 
 
 class ActionModule(ControllerAction):
@@ -35,6 +37,9 @@ class ActionModule(ControllerAction):
                                     "expected goodput)" % args["min_fraction"])
         if not 1 <= args["port"] <= 65535:
             raise AnsibleActionFail("probe_plan: port: %r is outside 1..65535" % args["port"])
+        if not 1 <= args["repeat"] <= MAX_REPEAT:
+            raise AnsibleActionFail("probe_plan: repeat: %r is outside 1..%d (how many times each pair is measured)"
+                                    % (args["repeat"], MAX_REPEAT))
         if args["all_pairs_max"] < 2:
             raise AnsibleActionFail("probe_plan: all_pairs_max: %r must be at least 2" % args["all_pairs_max"])
         inputs, errors = {}, []
@@ -56,7 +61,7 @@ class ActionModule(ControllerAction):
             raise AnsibleActionFail("probe_plan: networks: %s not in any host's fabric_networks (known: %s)"
                                     % (", ".join(unknown), ", ".join(sorted(known)) or "none"))
         planned = targets(inputs, args["throughput_roles"], args["networks"], args["all_pairs_max"], args["port"],
-                          args["min_fraction"])
+                          args["min_fraction"], args["repeat"])
         if args["port"] + len(planned["throughput"]) - 1 > 65535:
             raise AnsibleActionFail("probe_plan: port: %d + %d round(s) passes 65535 (each round has its own port)"
                                     % (args["port"], len(planned["throughput"])))
@@ -65,7 +70,8 @@ class ActionModule(ControllerAction):
         result["throughput_by_host"] = dict(
             (host, [part.get(host) or {"role": "idle"} for part in planned["throughput"]])
             for host in sorted(inputs) if any(host in part for part in planned["throughput"]))
-        result["msg"] = "; ".join("%s: %d host(s), %s, %d round(s), %d pair(s)" % (
-            name, p["hosts"], p["kind"].replace("_", " "), p["rounds"], p["pairs"])
+        result["msg"] = "; ".join("%s: %d host(s), %s, %d round(s), %d pair(s)%s" % (
+            name, p["hosts"], p["kind"].replace("_", " "), p["rounds"], p["pairs"],
+            ", each measured %d times" % p["runs"] if (p.get("runs") or 1) > 1 else "")
             for name, p in sorted(planned["plans"].items())) or "no network with addressed hosts to probe"
         return result

@@ -60,6 +60,14 @@ options:
     description: A measurement below this fraction of the expected goodput is a finding (PROBE-003).
     type: float
     default: 0.8
+  repeat:
+    description:
+      - How many times each pair is measured, 1 to 10. The whole list of rounds runs this many times, one pass after
+        the other, so that a pair's runs are apart in time; each round keeps its own port (O(port) + its index).
+      - Each part then carries C(run) (from 1) and C(runs); the audit judges a pair's median goodput (PROBE-003)
+        and the spread between its runs (STAB-008).
+    type: int
+    default: 1
 """
 
 EXAMPLES = r"""
@@ -79,7 +87,7 @@ jumbo:
 throughput:
   description:
     - Rounds; each maps host to its part, C(role) server (bind, port) or client (bind, server, port, expected_gbps,
-      speed_mbps, mtu, min_fraction, basis).
+      speed_mbps, mtu, min_fraction, basis), with C(run) and C(runs) where O(repeat) is above 1.
   returned: always
   type: list
   elements: dict
@@ -95,8 +103,10 @@ missing:
   returned: always
   type: dict
 plans:
-  description: Per network, the kind of plan, hosts, rounds, pairs and the most pairs in one round.
+  description:
+    - Per network, the kind of plan, hosts, rounds (of one pass), pairs and the most pairs in one round; C(runs), the
+      passes (O(repeat)), on the networks measured with iperf3.
   returned: always
   type: dict
-  sample: {training: {kind: all_pairs, hosts: 4, rounds: 3, pairs: 6, max_pairs_per_round: 2}}
+  sample: {training: {kind: all_pairs, hosts: 4, rounds: 3, pairs: 6, max_pairs_per_round: 2, runs: 1}}
 """

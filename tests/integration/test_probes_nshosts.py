@@ -140,6 +140,51 @@ def test_latency_under_load_finds_a_deep_queue(ansible_env, testbed, tmp_path):
     assert ours() == []
 
 
+def test_repeated_runs_find_goodput_that_swings(ansible_env, testbed, tmp_path):
+    """fabric_probe_repeat: 2 measures every pair twice, a pass of the plan apart. When host 1 has ended its first
+    pass (its first iperf3 of the second pass appears, on the second pass's first port), its link is shaped down from
+    1 Gbit/s to 400 Mbit/s: the pairs with host 1 swing between their runs (STAB-008), except the one already held to
+    300 Mbit/s by host 4; tbf-shaped links otherwise repeat within the 10% budget."""
+    import threading
+    inv = inventory(testbed, tmp_path, fabric_probes=["throughput"], fabric_probe_repeat=2)
+    second_pass = " -p %d" % (5201 + 3)  # 4 hosts, all pairs: 3 rounds a pass
+    host1 = testbed.train_address(1)
+    reshaped, stop = [], threading.Event()
+
+    def reshape():
+        while not stop.is_set():
+            if any(second_pass in argv and "-B %s" % host1 in argv for _pid, argv in ours()):
+                testbed.shape(1, "400mbit")
+                reshaped.append(time.time())
+                return
+            time.sleep(0.02)
+    watcher = threading.Thread(target=reshape)
+    watcher.start()
+    try:
+        done = audit(ansible_env, inv, "--tags", "probes")
+    finally:
+        stop.set()
+        watcher.join()
+        testbed.shape(1, "1gbit")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert reshaped, "host 1 never started its second pass"
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    measured = [m for m in report["measurements"] if m["kind"] == "throughput"]
+    assert sorted((m["run"], m["runs"]) for m in measured) == [(1, 2)] * 6 + [(2, 2)] * 6
+    names = testbed.names
+    swung = [f for f in report["findings"] if f["id"] == "STAB-008"]
+    pairs = sorted(tuple(sorted((f["host"], f["evidence"]["peer"]))) for f in swung)
+    assert pairs == [(names[0], names[1]), (names[0], names[2])], [f["message"] for f in swung]
+    for f in swung:
+        first, second = f["evidence"]["runs"]
+        assert 0.85 < first <= 1.0 and 0.3 < second < 0.42 and f["evidence"]["slowest_run"] == 2, f["evidence"]
+        assert "over 2 runs" in f["message"]
+    for host in names:
+        assert report["outcomes"][host]["STAB-008"]["status"] in ("pass", "findings")
+    assert ours() == []
+    assert "(run 2 of 2)" in (tmp_path / "report" / "report.md").read_text()
+
+
 def test_probes_are_opt_in(ansible_env, testbed, tmp_path):
     done = audit(ansible_env, inventory(testbed, tmp_path))
     assert done.returncode == 0, done.stdout[-3000:]

@@ -229,7 +229,8 @@ def measurements(expects):
             rows.append({"host": host, "kind": "throughput", "peer": entry.get("peer"), "network": entry.get("network"),
                          "gbps": entry.get("gbps"), "expected_gbps": entry.get("expected_gbps"),
                          "basis": entry.get("basis"), "retransmits": entry.get("retransmits"),
-                         "retransmit_percent": entry.get("retransmit_percent"), "error": entry.get("error")})
+                         "retransmit_percent": entry.get("retransmit_percent"), "error": entry.get("error"),
+                         "run": entry.get("run"), "runs": entry.get("runs")})
             rows[-1].update(latency_row(entry.get("latency")))
         for entry in _entries(probes, "jumbo"):
             rows.append({"host": host, "kind": "jumbo", "peer": entry.get("peer"), "network": entry.get("network"),

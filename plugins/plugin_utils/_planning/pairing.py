@@ -143,7 +143,7 @@ def _iface_mtu(facts, iface):
 
 
 def targets(inputs, throughput_roles=("training", "storage"), networks=None, all_pairs_max=32, port=5201,
-            min_fraction=0.8):
+            min_fraction=0.8, repeat=1):
     """Probe targets for an inventory.
 
     ``inputs``: {host: {"facts": gpuops_fabric facts, "networks": {name: validated network}, "attachments": {},
@@ -151,7 +151,9 @@ def targets(inputs, throughput_roles=("training", "storage"), networks=None, all
 
     Returns {"jumbo": {host: [target]}, "throughput": [round: {host: entry}], "missing": {host: [text]},
     "plans": {network: plan summary}}. A throughput round pairs hosts on one network; in each pair the client entry
-    carries the expected goodput of the bandwidth model (Gbit/s) and its basis.
+    carries the expected goodput of the bandwidth model (Gbit/s) and its basis. With ``repeat`` above 1 the whole
+    list of rounds runs that many times, one pass after the other (a pair's runs apart in time, which is what shows
+    goodput that swings); each part says its ``run`` (from 1) of ``runs``, each round has its own port.
     """
     defined = {}
     for host in sorted(inputs):
@@ -186,6 +188,7 @@ def targets(inputs, throughput_roles=("training", "storage"), networks=None, all
                     "peer_mtu": _iface_mtu(inputs[server]["facts"], where[server][0])})
         if network.get("role", name) not in throughput_roles:
             continue
+        plans[name]["runs"] = repeat
         for pairs in chosen["rounds"]:
             entries = {}
             # a port per round: a node that ran ahead of its peer meets no server of an earlier round (which would
@@ -211,4 +214,12 @@ def targets(inputs, throughput_roles=("training", "storage"), networks=None, all
                                    if speed else basis}
             if entries:
                 rounds.append(entries)
+    if repeat > 1:
+        passes = []
+        for run in range(repeat):
+            for entries in rounds:
+                round_port = port + len(passes)
+                passes.append(dict((host, dict(part, port=round_port, run=run + 1, runs=repeat))
+                                   for host, part in entries.items()))
+        rounds = passes
     return {"jumbo": jumbo, "throughput": rounds, "missing": missing, "plans": plans}

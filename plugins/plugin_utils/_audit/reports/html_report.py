@@ -12,7 +12,7 @@ __metaclass__ = type
 from html import escape
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
     NCCL_COLUMNS, STABILITY_COLUMNS, THROUGHPUT_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells,
-    stability_cells, throughput_cells, worst_severity,
+    peer_label, stability_cells, throughput_cells, worst_severity,
 )
 
 _CSS = """
@@ -197,7 +197,7 @@ def latency_svg(rows):
              '<text x="%d" y="14">ping p50 idle (grey), p99 under load (orange), ms</text>' % label]
     for index, (row, idle, loaded) in enumerate(pairs):
         y = 24 + 30 * index
-        name = "%s -> %s (%s)" % (row["host"], row["peer"], row["network"])
+        name = "%s -> %s (%s)" % (row["host"], peer_label(row), row["network"])
         parts.append('<text x="4" y="%d">%s</text>' % (y + 14, escape(name)))
         for offset, value, colour in ((0, idle, "#999"), (11, loaded, "#e07b00")):
             if value is None:

@@ -73,13 +73,21 @@ def _figure(value, fmt="%.3g"):
         return None
 
 
+def peer_label(row):
+    """The peer of a throughput row, with its run where each pair was measured more than once (fabric_probe_repeat)."""
+    run, runs = row.get("run"), row.get("runs")
+    if isinstance(run, int) and isinstance(runs, int) and not isinstance(runs, bool) and runs > 1:
+        return "%s (run %d of %d)" % (row["peer"], run, runs)
+    return str(row["peer"])
+
+
 def throughput_cells(row, missing):
     """A throughput measurement's table cells as text (goodput, retransmits, latency idle and under load)."""
     gbps = _figure(row.get("gbps"))
     loaded = [_figure(row.get(k)) for k in ("loaded_p50_ms", "loaded_p99_ms", "loaded_max_ms")]
     loss = _figure(row.get("loaded_loss_percent"), "%.3g%%")
     return [str(cell) for cell in (
-        row["host"], row["peer"], row["network"],
+        row["host"], peer_label(row), row["network"],
         gbps if gbps is not None else ("failed: %s" % row.get("error") if row.get("gbps") is None else "?"),
         _figure(row.get("expected_gbps")) or missing,
         _figure(row.get("retransmit_percent"), "%.3g%%") or missing, _figure(row.get("idle_p50_ms")) or missing,

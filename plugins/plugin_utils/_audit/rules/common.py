@@ -20,6 +20,30 @@ def pair_subject(entry, host):
     return "%s -> %s (%s)" % (host, entry.get("peer"), entry.get("network"))
 
 
+def by_pair(entries):
+    """Probe measurements grouped by pair: one list per (peer, network), in the order the pairs were first measured.
+    With fabric_probe_repeat a pair has a measurement per run; each rule judges the pair once."""
+    groups = {}
+    for entry in entries:
+        if isinstance(entry, dict):
+            groups.setdefault((str(entry.get("peer")), str(entry.get("network"))), []).append(entry)
+    return list(groups.values())
+
+
+def runs_said(entries, count=None):
+    """" in 2 of 3 runs" (``count`` of them) where a pair was measured more than once, else ""."""
+    if len(entries) < 2:
+        return ""
+    return " in %d of %d runs" % (len(entries) if count is None else count, len(entries))
+
+
+def median(values):
+    """The median of a non-empty list of numbers (the mean of the middle two for an even count)."""
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
+
+
 def _gbps(mbps):
     return mbps / 1000.0 if mbps else None
 

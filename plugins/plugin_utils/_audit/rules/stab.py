@@ -18,7 +18,9 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.et
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import DEFAULT_TCP_RETRANSMIT_PERCENT
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import HostContext, host_rule, NotApplicable
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import duration, pair_subject
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import (
+    by_pair, duration, median, pair_subject, runs_said,
+)
 
 # A boot time that moved by more than this between readings is another boot (the clock's own steps are smaller).
 BOOT_TIME_SLACK_S = 600
@@ -389,6 +391,51 @@ def queue_budget(probes, entry):
     return round(drain, 2), "1 MB of queue at %.3g Gbit/s" % (rate / 1e9)
 
 
+def _latency_findings(ctx, probes, entry):
+    """What one measurement's pings say: [(kind, weight, message, evidence)], and whether they could be judged."""
+    latency = entry.get("latency")
+    gbps = _rate(entry.get("gbps"))
+    if not isinstance(latency, dict) or gbps is None or entry.get("error"):
+        return [], False  # no load (the measurement failed: PROBE-004), or no pings
+    idle, loaded = latency.get("idle"), latency.get("loaded")
+    idle = idle if isinstance(idle, dict) else {}
+    loaded = loaded if isinstance(loaded, dict) else {}
+    idle_p50, loaded_p99 = _rtt(idle, "p50_ms"), _rtt(loaded, "p99_ms")
+    sent, received = _counter(loaded.get("sent")), _counter(loaded.get("received"))
+    evidence = {"peer": entry.get("peer"), "network": entry.get("network"), "gbps": gbps,
+                "interval_s": latency.get("interval"), "idle": idle, "loaded": loaded}
+    if entry.get("run"):
+        evidence["run"] = entry["run"]
+    where = "%s -> %s on %s" % (ctx.host, entry.get("peer"), entry.get("network"))
+    if idle_p50 is None:
+        return [], False  # no reply idle either (PROBE-002), or the pings did not run (PROBE-004)
+    if sent and received == 0:
+        return [("silent", sent, "%s: none of %d pings got a reply while iperf3 loaded the path (idle p50 %.3g ms)"
+                 % (where, sent, idle_p50), evidence)], True
+    if loaded_p99 is None:
+        return [], False
+    found = []
+    budget, basis = queue_budget(probes, entry)
+    delay = loaded_p99 - idle_p50
+    loaded_p50 = _rtt(loaded, "p50_ms")
+    evidence.update(queue_delay_ms=round(delay, 3), budget_ms=budget, basis=basis,
+                    jitter_ms=round(loaded_p99 - (loaded_p50 if loaded_p50 is not None else loaded_p99), 3),
+                    queue_bytes=int(max(delay, 0) / 1000.0 * gbps * 1e9 / 8))
+    if delay > budget:
+        found.append(("queue", delay, "%s: ping p99 %.3g ms while iperf3 loads the path, p50 %.3g ms idle: %.3g ms of "
+                      "queue (about %s at %.3g Gbit/s), budget %.3g ms (%s)" % (
+                          where, loaded_p99, idle_p50, delay, _size(evidence["queue_bytes"]), gbps, budget, basis),
+                      evidence))
+    lost = sent - received if sent and received is not None and received <= sent else 0
+    idle_sent, idle_received = _counter(idle.get("sent")), _counter(idle.get("received"))
+    idle_lost = (idle_sent - idle_received) / float(idle_sent) if idle_sent and idle_received is not None else 0
+    if lost >= LOST_UNDER_LOAD[0] and lost / float(sent) >= LOST_UNDER_LOAD[1] and lost / float(sent) > idle_lost:
+        found.append(("lost", lost / float(sent), "%s: %d of %d pings lost while iperf3 loads the path (%.3g%%; idle "
+                      "%.3g%%): each costs a small message a retransmission timeout" % (
+                          where, lost, sent, 100.0 * lost / sent, 100.0 * idle_lost), dict(evidence, lost=lost)))
+    return found, True
+
+
 @host_rule(
     "STAB-005", "Latency under load above budget", "warn",
     """Pings between two nodes while iperf3 loads the same path, against pings with the path idle. The difference of
@@ -404,49 +451,24 @@ def queue_budget(probes, entry):
 def latency_under_load(ctx):
     probes, measured = _measured(ctx)
     judged = False
-    for entry in measured:
-        latency = entry.get("latency")
-        gbps = _rate(entry.get("gbps"))
-        if not isinstance(latency, dict) or gbps is None or entry.get("error"):
-            continue  # no load (the measurement failed: PROBE-004), or no pings
-        idle, loaded = latency.get("idle"), latency.get("loaded")
-        idle = idle if isinstance(idle, dict) else {}
-        loaded = loaded if isinstance(loaded, dict) else {}
-        idle_p50, loaded_p99 = _rtt(idle, "p50_ms"), _rtt(loaded, "p99_ms")
-        sent, received = _counter(loaded.get("sent")), _counter(loaded.get("received"))
-        evidence = {"peer": entry.get("peer"), "network": entry.get("network"), "gbps": gbps,
-                    "interval_s": latency.get("interval"), "idle": idle, "loaded": loaded}
-        subject = pair_subject(entry, ctx.host)
-        where = "%s -> %s on %s" % (ctx.host, entry.get("peer"), entry.get("network"))
-        if idle_p50 is None:
-            continue  # no reply idle either (PROBE-002), or the pings did not run (PROBE-004)
-        if sent and received == 0:
-            judged = True
-            ctx.finding(subject, "%s: none of %d pings got a reply while iperf3 loaded the path (idle p50 %.3g ms)"
-                        % (where, sent, idle_p50), evidence)
-            continue
-        if loaded_p99 is None:
-            continue
-        judged = True
-        budget, basis = queue_budget(probes, entry)
-        delay = loaded_p99 - idle_p50
-        loaded_p50 = _rtt(loaded, "p50_ms")
-        evidence.update(queue_delay_ms=round(delay, 3), budget_ms=budget, basis=basis,
-                        jitter_ms=round(loaded_p99 - (loaded_p50 if loaded_p50 is not None else loaded_p99), 3),
-                        queue_bytes=int(max(delay, 0) / 1000.0 * gbps * 1e9 / 8))
-        if delay > budget:
-            ctx.finding(subject, "%s: ping p99 %.3g ms while iperf3 loads the path, p50 %.3g ms idle: %.3g ms of "
-                        "queue (about %s at %.3g Gbit/s), budget %.3g ms (%s)" % (
-                            where, loaded_p99, idle_p50, delay, _size(evidence["queue_bytes"]), gbps, budget, basis),
-                        evidence)
-        lost = sent - received if sent and received is not None and received <= sent else 0
-        idle_sent, idle_received = _counter(idle.get("sent")), _counter(idle.get("received"))
-        idle_lost = (idle_sent - idle_received) / float(idle_sent) if idle_sent and idle_received is not None else 0
-        if lost >= LOST_UNDER_LOAD[0] and lost / float(sent) >= LOST_UNDER_LOAD[1] and lost / float(sent) > idle_lost:
-            ctx.finding(subject, "%s: %d of %d pings lost while iperf3 loads the path (%.3g%%; idle %.3g%%): each "
-                        "costs a small message a retransmission timeout" % (
-                            where, lost, sent, 100.0 * lost / sent, 100.0 * idle_lost),
-                        dict(evidence, lost=lost))
+    for entries in by_pair(measured):
+        worst = {}  # per kind of finding, the worst run of the pair, and in how many runs it was found
+        for entry in entries:
+            found, seen = _latency_findings(ctx, probes, entry)
+            judged = judged or seen
+            for kind, weight, message, evidence in found:
+                count = worst[kind][0] + 1 if kind in worst else 1
+                if kind not in worst or weight > worst[kind][1]:
+                    worst[kind] = (count, weight, message, evidence)
+                else:
+                    worst[kind] = (count,) + worst[kind][1:]
+        for kind in ("silent", "queue", "lost"):
+            if kind in worst:
+                count, _weight, message, evidence = worst[kind]
+                said = runs_said(entries, count)
+                ctx.finding(pair_subject(entries[0], ctx.host), message + (
+                    "%s (the worst shown)" % said if said else ""), dict(evidence, runs_found=count)
+                    if said else evidence)
     if not judged:
         raise NotApplicable("no latency under load was measured (latency in fabric_probes, ping on the nodes)")
 
@@ -471,21 +493,76 @@ def retransmits(ctx):
     probes, measured = _measured(ctx)
     budget = _budget(probes.get("max_retransmit_percent"), DEFAULT_RETRANSMIT_PERCENT, zero=True)
     judged = False
-    for entry in measured:
-        share = _budget(entry.get("retransmit_percent"), None, zero=True)
-        if share is None or entry.get("error"):
+    for entries in by_pair(measured):
+        counted = [(_budget(e.get("retransmit_percent"), None, zero=True), e) for e in entries if not e.get("error")]
+        counted = [(share, e) for share, e in counted if share is not None]
+        if not counted:
             continue
         judged = True
+        entry = counted[0][1]
+        count, sent, segments = 0, 0, 0
+        for _share, e in counted:
+            numbers = [_counter(e.get(k)) for k in ("retransmits", "bytes", "mss")]
+            if None in numbers or not numbers[2]:
+                count = None
+                break
+            count, sent, segments = count + numbers[0], sent + numbers[1], segments + numbers[1] // numbers[2]
+        # over several runs: the share of all their segments (each run's share where one lacks its counts)
+        share = counted[0][0] if len(counted) == 1 else (
+            100.0 * count / segments if count is not None and segments else max(s for s, _e in counted))
         if share > budget:
-            count, sent, mss = (_counter(entry.get(k)) for k in ("retransmits", "bytes", "mss"))
-            segments = " of %d segments" % (sent // mss) if sent and mss else ""
-            ctx.finding(pair_subject(entry, ctx.host), "%s -> %s on %s: %s retransmits%s (%.3g%%), budget %.3g%%" % (
-                ctx.host, entry.get("peer"), entry.get("network"), count if count is not None else "some", segments,
+            said = " of %d segments" % segments if count is not None and segments else ""
+            over = " over %d runs" % len(counted) if len(counted) > 1 else ""
+            ctx.finding(pair_subject(entry, ctx.host), "%s -> %s on %s: %s retransmits%s%s (%.3g%%), budget %.3g%%" % (
+                ctx.host, entry.get("peer"), entry.get("network"), count if count is not None else "some", said, over,
                 share, budget),
-                {"peer": entry.get("peer"), "network": entry.get("network"), "retransmits": count, "bytes": sent,
-                 "mss": mss, "retransmit_percent": share, "budget_percent": budget, "gbps": entry.get("gbps")})
+                dict({"peer": entry.get("peer"), "network": entry.get("network"), "retransmits": count, "bytes": sent,
+                      "mss": _counter(entry.get("mss")), "retransmit_percent": share, "budget_percent": budget,
+                      "gbps": entry.get("gbps")}, **({"runs": len(counted)} if len(counted) > 1 else {})))
     if not judged:
         raise NotApplicable("no throughput measurement counted its segments")
+
+
+DEFAULT_GOODPUT_SPREAD_PERCENT = 10
+
+
+@host_rule(
+    "STAB-008", "Goodput unstable across runs", "warn",
+    """With fabric_probe_repeat at 2 or more the probes measure each pair that many times, a whole pass of the plan
+    apart. On a path a flow has to itself, TCP goodput repeats within a few percent; a spread (the fastest run minus
+    the slowest, over the median) above fabric_probe_max_goodput_spread_percent (10% by default) is a path that
+    changes under the job: flows hashed onto different ECMP uplinks or bond legs of which one is congested or slower,
+    a link that renegotiates, a shaper, or other traffic on a shared link. A collective runs at the pace of its
+    slowest flow, so the slow runs are what training sees.""",
+    """Compare the runs' retransmits (STAB-006) and the interface and switch port counters (STAB-002); check the
+    bond legs' and uplinks' speeds and load (each run uses new ports, so an ECMP or bond hash may pick another
+    path), and whether other jobs share the links.""")
+def goodput_spread(ctx):
+    probes, measured = _measured(ctx)
+    budget = _budget(probes.get("max_goodput_spread_percent"), DEFAULT_GOODPUT_SPREAD_PERCENT)
+    judged = False
+    for entries in by_pair(measured):
+        rates = [(_budget(e.get("gbps"), None, zero=True), e) for e in entries if not e.get("error")]
+        rates = [(gbps, e) for gbps, e in rates if gbps is not None]
+        if len(rates) < 2:
+            continue
+        judged = True
+        values = [gbps for gbps, _e in rates]
+        middle, low, high = median(values), min(values), max(values)
+        spread = 100.0 * (high - low) / middle if middle else (0.0 if high == low else float("inf"))
+        if spread > budget:
+            slowest = min(rates, key=lambda r: r[0])[1]
+            ctx.finding(pair_subject(slowest, ctx.host), "%s -> %s on %s: goodput from %.3g to %.3g Gbit/s over %d "
+                        "runs, a spread of %s of the median %.3g Gbit/s, budget %.3g%%" % (
+                            ctx.host, slowest.get("peer"), slowest.get("network"), low, high, len(rates),
+                            "%.3g%%" % spread if math.isfinite(spread) else "all", middle, budget),
+                        {"peer": slowest.get("peer"), "network": slowest.get("network"), "runs": values,
+                         "median_gbps": middle, "spread_percent": round(spread, 2) if math.isfinite(spread) else None,
+                         "budget_percent": budget, "retransmits": [e.get("retransmits") for _g, e in rates],
+                         "slowest_run": slowest.get("run"), "expected_gbps": slowest.get("expected_gbps")})
+    if not judged:
+        raise NotApplicable("no pair was measured more than once (fabric_probe_repeat: 2 or more measures each pair "
+                            "again)")
 
 
 # ---- the host's own TCP, between two readings of /proc/net/snmp --------------------------------------------------

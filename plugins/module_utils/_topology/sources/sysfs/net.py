@@ -32,6 +32,8 @@ class NetMixin:
         class_net = self.path("sys/class/net")
         for name in self.listdir(class_net):
             entry = os.path.join(class_net, name)
+            if os.path.isfile(entry) and not os.path.islink(entry):
+                continue  # a file of the class, not an interface: bonding_masters (the bonding driver's)
             self.topo.netdevs[name] = self._read_netdev(name, entry)
         # Interfaces under a PCI function but missing from /sys/class/net (partial captures).
         for directory in self._pci_dirs.values():

@@ -87,7 +87,7 @@ def test_targets_pair_hosts_by_their_real_addresses():
     out = targets(inputs)
     assert out["missing"] == {"n5": ["not probed on training: no address in 198.18.1.0/24 on this host"]}
     assert out["plans"]["training"] == {"kind": "all_pairs", "hosts": 4, "rounds": 3, "pairs": 6,
-                                        "max_pairs_per_round": 2}
+                                        "max_pairs_per_round": 2, "runs": 1}
     assert out["plans"]["storage"]["hosts"] == 0       # nobody has an address in storage
     pinged = sorted((h, t["peer"]) for h, ts in out["jumbo"].items() for t in ts)
     assert len(pinged) == 6 and len(set(frozenset(p) for p in pinged)) == 6
@@ -104,6 +104,22 @@ def test_targets_pair_hosts_by_their_real_addresses():
             assert client["basis"] == "link speed: 10000 Mb/s at MTU 9000 (fabric_networks.training.mtu)"
     # a port per round (5201, 5202, ...): a node that runs ahead meets no server of an earlier round
     assert [sorted(set(e["port"] for e in entries.values())) for entries in out["throughput"]] == [[5201], [5202], [5203]]
+
+
+def test_targets_repeat_every_round_in_passes_each_with_its_own_port():
+    inputs = dict(("n%d" % i, _host(i)) for i in range(1, 5))
+    once, thrice = targets(inputs), targets(inputs, repeat=3)
+    assert thrice["plans"]["training"]["runs"] == 3 and thrice["plans"]["training"]["rounds"] == 3
+    assert len(thrice["throughput"]) == 9
+    # the whole plan once, then again: a pair's runs are a pass apart, not back to back
+    for index, entries in enumerate(thrice["throughput"]):
+        first = once["throughput"][index % 3]
+        assert sorted(entries) == sorted(first)
+        for host, part in entries.items():
+            assert part["run"] == index // 3 + 1 and part["runs"] == 3 and part["port"] == 5201 + index
+            assert dict(part, port=None, run=None, runs=None) == dict(first[host], port=None, run=None, runs=None)
+    assert thrice["jumbo"] == once["jumbo"]  # full-size pings are not repeated
+    assert "run" not in once["throughput"][0]["n1"]
 
 
 def test_targets_take_one_bond_leg_and_the_declared_speed():

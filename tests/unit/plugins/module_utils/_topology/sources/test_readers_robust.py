@@ -633,3 +633,14 @@ def test_reader_returns_on_random_files(tmp_path_factory, reader_file, data):
     assert value is None or 0 <= value <= 65575
     if len(data) > SYSFS_MAX_BYTES:
         assert text is None and any("larger than" in w for w in reader.topo.warnings)
+
+
+def test_the_bonding_driver_s_own_file_is_not_an_interface(dgx):
+    """/sys/class/net/bonding_masters is a plain file the bonding driver adds beside the interfaces' links (seen on
+    the test VMs' live kernel, where it was read as an interface with a warning); a FIFO there stays a warning."""
+    clean = gather(root=dgx)
+    write(os.path.join(dgx, "sys", "class", "net", "bonding_masters"), "bond0\n")
+    facts = gather(root=dgx)
+    assert not [w for w in facts["warnings"] if "bonding_masters" in w], facts["warnings"]
+    assert [n["name"] for n in facts["nics"]] == [n["name"] for n in clean["nics"]]
+    assert facts["bonds"] == clean["bonds"] and facts["warnings"] == clean["warnings"]
