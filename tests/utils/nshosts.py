@@ -19,6 +19,7 @@ import subprocess
 import time
 
 SSHD = "/usr/sbin/sshd"
+NETNS_ETC = "/etc/netns"
 
 
 def sh(*args, check=True):
@@ -26,9 +27,13 @@ def sh(*args, check=True):
 
 
 class NamespaceHosts:
-    def __init__(self, work, count, prefix="gfns", mgmt_octet=0, train_octet=1, train_mtu=9000):
+    def __init__(self, work, count, prefix="gfns", mgmt_octet=0, train_octet=1, train_mtu=9000, private_etc=()):
+        """``private_etc``: folders of /etc each host has its own empty copy of (``ip netns exec`` binds
+        /etc/netns/<host>/<folder> over /etc/<folder> for the host's sshd and all it starts), e.g. ("sysctl.d",) so
+        that what a module writes there stays in the test."""
         if not 1 <= count <= 250:
             raise ValueError("count %r: 1..250 hosts" % count)
+        self.private_etc = tuple(private_etc)
         self.work = str(work)
         self.count = count
         self.prefix = prefix
@@ -74,6 +79,8 @@ class NamespaceHosts:
                 sh("ip", "link", "set", outer, "master", bridge, "up")
                 sh("ip", "-n", name, "addr", "add", address + "/24", "dev", inner)
                 sh("ip", "-n", name, "link", "set", inner, "up")
+            for folder in self.private_etc:
+                os.makedirs(os.path.join(NETNS_ETC, name, folder), exist_ok=True)
             self._sshd(index, name)
         self.wait_ssh()
         return self
@@ -130,6 +137,12 @@ class NamespaceHosts:
                 sh("ip", "link", "del", link, check=False)
         for bridge in (self.prefix + "m", self.prefix + "t"):
             sh("ip", "link", "del", bridge, check=False)
+        for name in self.names:
+            shutil.rmtree(os.path.join(NETNS_ETC, name), ignore_errors=True)
+        try:
+            os.rmdir(NETNS_ETC)  # only when nothing else keeps files there
+        except OSError:
+            pass
 
     def _existing(self):
         listed = sh("ip", "netns", "list", check=False).stdout.split("\n")

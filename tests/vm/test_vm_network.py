@@ -209,10 +209,11 @@ def test_drift_is_reported_and_repaired(vms, ansible_env, tmp_path):
 # tests inside CI's time.
 @pytest.mark.parametrize("vms", ["netplan"], indirect=True)
 def test_site_end_to_end(vms, ansible_env, tmp_path):
-    """site.yml: pre-flight, network, NCCL (tcp) and audit; the repeat run changes nothing."""
+    """site.yml: pre-flight, network, tuning, NCCL (tcp) and audit; the repeat run changes nothing."""
     data = inventory_data(vms["kind"])
     group = data["all"]["children"]["vms"]["vars"]
     group["fabric_nccl_mode"] = "tcp"
+    group["fabric_tuning_enabled"] = True  # socket buffers for the virtio ports' 100000 Mb/s at 1 ms: 32 MiB
     # the audit evaluates on the controller (localhost), which sees the 'all' group's vars
     data["all"].setdefault("vars", {}).update({"fabric_audit_fail_on": "never",
                                                "fabric_report_dir": str(tmp_path / "report")})
@@ -222,6 +223,14 @@ def test_site_end_to_end(vms, ansible_env, tmp_path):
     conf = vm(1, "cat /etc/nccl.conf").stdout
     assert "NCCL_SOCKET_IFNAME==bond0.100\n" in conf and "NCCL_IB_DISABLE=1\n" in conf
     assert vm(1, "stat -c %a:%U /etc/nccl.conf").stdout.strip() == "644:root"
+    # the tuning role on a real kernel: raised live (the VM's own defaults are 208 KiB and 6 MiB) and kept for boot
+    for index in (1, 2):
+        assert vm(index, "cat /proc/sys/net/core/rmem_max /proc/sys/net/core/wmem_max").stdout.split() == [
+            "33554432", "33554432"]
+        assert vm(index, "cat /proc/sys/net/ipv4/tcp_rmem").stdout.split()[2] == "33554432"
+        assert "net.ipv4.tcp_wmem = 4096 16384 33554432" in vm(index, "cat /etc/sysctl.d/60-gpuops-fabric.conf").stdout
+    check = playbook(ansible_env, inventory, "gpuops.fabric.tuning", "--check")
+    assert check.returncode == 0 and changed(check.stdout, "vm1") == 0 and changed(check.stdout, "vm2") == 0
     # The repeat run with the probes: DF pings at 8972 bytes and iperf3 over the real bond and VLANs. The "cables" are
     # qemu sockets under software emulation (a few hundred Mbit/s, not the 100G the virtio NICs report), so the
     # networks are declared 100 Mb/s here: the judgement runs, on a link whose speed is stated honestly.

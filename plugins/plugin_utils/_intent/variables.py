@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import difflib
-from ansible_collections.gpuops.fabric.plugins.module_utils._names import lldpd_pattern_problem
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, lldpd_pattern_problem
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import NETWORK_STATES
 
@@ -33,6 +33,9 @@ fabric_probe_port fabric_probe_streams fabric_probe_ping_count fabric_probe_resu
 fabric_probe_latency_interval fabric_probe_latency_idle_count fabric_probe_queue_delay_ms
 fabric_probe_max_retransmit_percent fabric_audit_window_counters fabric_audit_window_gather
 fabric_audit_max_tcp_retransmit_percent fabric_probe_repeat fabric_probe_max_goodput_spread_percent
+fabric_tuning_enabled fabric_tuning_interfaces fabric_tuning_roles fabric_tuning_rtt_ms fabric_tuning_buffers
+fabric_tuning_rings fabric_tuning_irq_affinity fabric_tuning_allow_management fabric_tuning_root
+fabric_tuning_sysctl_file
 fabric_plan_dir fabric_plan_gradient_bytes fabric_plan_compute_seconds fabric_plan_socket_gbytes_per_s
 fabric_plan_nodes fabric_plan_mode fabric_plan fabric_demo_xml fabric_demo_roots
 fabric_network_plan fabric_network_intent fabric_drift_result fabric_audit_result fabric_audit_gather
@@ -95,3 +98,37 @@ def check_variables(hostvars, errors, warnings):
     root = hostvars.get("fabric_network_root", "/")
     if not isinstance(root, str) or not root.startswith("/") or "\0" in root or any(c in root for c in "\n\r"):
         errors.append("fabric_network_root: %r must be an absolute path" % (root,))
+    check_tuning(hostvars, errors)
+
+
+def _boolean(value):
+    return isinstance(value, bool) or (isinstance(value, str) and value.strip().lower() in _BOOLEAN_TEXT)
+
+
+def check_tuning(hostvars, errors):
+    """The tuning role's variables (roles/tuning), checked for every host before any is touched."""
+    for key in ("fabric_tuning_enabled", "fabric_tuning_buffers", "fabric_tuning_irq_affinity",
+                "fabric_tuning_allow_management"):
+        if key in hostvars and not _boolean(hostvars[key]):
+            errors.append("%s: %r must be true or false" % (key, hostvars[key]))
+    rtt = hostvars.get("fabric_tuning_rtt_ms", 1.0)
+    try:
+        number = float(rtt) if isinstance(rtt, str) else rtt
+    except ValueError:
+        number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0.01 <= number <= 1000:
+        errors.append("fabric_tuning_rtt_ms: %r must be a round trip in milliseconds (0.01..1000)" % (rtt,))
+    rings = hostvars.get("fabric_tuning_rings", "max")
+    if rings not in ("max", "keep"):
+        errors.append("fabric_tuning_rings: %r is not one of max, keep" % (rings,))
+    for key in ("fabric_tuning_interfaces", "fabric_tuning_roles"):
+        value = hostvars.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            errors.append("%s: %r must be a list of names" % (key, value))
+    for index, name in enumerate(v for v in hostvars.get("fabric_tuning_interfaces") or [] if isinstance(v, str)):
+        problem = ifname_problem(name)
+        if problem:
+            errors.append("fabric_tuning_interfaces[%d]: %r %s" % (index, name, problem))
+    root = hostvars.get("fabric_tuning_root", "/")
+    if not isinstance(root, str) or not root.startswith("/") or "\0" in root or any(c in root for c in "\n\r"):
+        errors.append("fabric_tuning_root: %r must be an absolute path" % (root,))
