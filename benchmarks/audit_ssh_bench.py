@@ -7,7 +7,8 @@ without the latency-under-load pings; asserts nothing. Target from issue 6: audi
 1.5x setup. Needs root (network namespaces). Every host runs its own sshd; all share this machine's CPUs, so the
 figures are the controller's and sshd's cost, not a network's.
 
-Run: .venv/bin/python benchmarks/audit_ssh_bench.py [--hosts 16 64 128] [--forks 16] [--no-probes]
+Run: .venv/bin/python benchmarks/audit_ssh_bench.py [--hosts 16 64 128] [--forks 16] [--no-probes] [--profile]
+     [--latency-only]
 """
 
 import argparse
@@ -44,7 +45,18 @@ def timed(command, env):
     return elapsed, result
 
 
-def bench(count, forks, probes, collections, work):
+def task_times(output, top=8):
+    """The slowest tasks of a run with the task_times callback (--profile), as text lines."""
+    line = [x for x in output.splitlines() if x.startswith("TASK_TIMES ")]
+    if not line:
+        return ""
+    times = json.loads(line[-1][len("TASK_TIMES "):])
+    total = sum(t for _n, t in times) or 1.0
+    return "".join("\n        %6.1f s %4.0f%%  %s" % (t, 100.0 * t / total, n)
+                   for n, t in sorted(times, key=lambda x: -x[1])[:top])
+
+
+def bench(count, forks, probes, collections, work, profile=False, latency_only=False):
     bed = NamespaceHosts(os.path.join(work, "bed%d" % count), count, prefix="gfsb", mgmt_octet=20, train_octet=21)
     start = time.perf_counter()
     bed.up()
@@ -58,6 +70,9 @@ def bench(count, forks, probes, collections, work):
         env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_FORKS=str(forks),
                    ANSIBLE_PIPELINING="1", ANSIBLE_HOST_KEY_CHECKING="0", ANSIBLE_LOCALHOST_WARNING="0",
                    ANSIBLE_STDOUT_CALLBACK="default")
+        if profile:
+            env.update(ANSIBLE_CALLBACK_PLUGINS=os.path.join(REPO, "benchmarks", "callback_plugins"),
+                       ANSIBLE_CALLBACKS_ENABLED="task_times")
         setup_s, _setup = timed([os.path.join(bindir, "ansible"), "all", "-i", inventory, "-m", "setup"], env)
         audit_s, audit = timed([os.path.join(bindir, "ansible-playbook"), "-i", inventory, "gpuops.fabric.audit"], env)
         trips = len(re.findall(r"^(?:ok|changed): \[%s\]" % re.escape(bed.names[0]), audit.stdout, re.M))
@@ -66,7 +81,7 @@ def bench(count, forks, probes, collections, work):
                 "(ratio %.2f, %d module round trip(s) per host)" % figures)
         if probes:
             for label, kinds in (("with latency under load", ["jumbo", "throughput", "latency"]),
-                                 ("without", ["jumbo", "throughput"])):
+                                 ("without", ["jumbo", "throughput"]))[:1 if latency_only else 2]:
                 probe_s, probed = timed([os.path.join(bindir, "ansible-playbook"), "-i", inventory,
                                          "gpuops.fabric.audit", "-e", "fabric_probes_enabled=true",
                                          "-e", json.dumps({"fabric_probes": kinds})], env)
@@ -79,7 +94,7 @@ def bench(count, forks, probes, collections, work):
                 line += ("\n      probes %s: %.1f s (%s): measuring %.1f s, orchestration %.1f s beyond the audit "
                          "(orchestration / measuring %.2f)" % (
                              label, probe_s, plan.group(1) if plan else "no plan", measuring, orchestration,
-                             orchestration / measuring))
+                             orchestration / measuring)) + (task_times(probed.stdout) if profile else "")
             left = [p for p in iperf3_processes() if "198.18.21." in p[1]]
             line += "; iperf3 left: %d" % len(left)
         print(line, flush=True)
@@ -92,12 +107,14 @@ def main():
     parser.add_argument("--hosts", type=int, nargs="+", default=[16, 64, 128])
     parser.add_argument("--forks", type=int, default=16)
     parser.add_argument("--no-probes", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="print the slowest tasks of each probe run")
+    parser.add_argument("--latency-only", action="store_true", help="only the probe run with latency under load")
     args = parser.parse_args()
     work = tempfile.mkdtemp()
     try:
         _tarball, collections = conftest.install_collection(work)
         for count in args.hosts:
-            bench(count, args.forks, not args.no_probes, collections, work)
+            bench(count, args.forks, not args.no_probes, collections, work, args.profile, args.latency_only)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

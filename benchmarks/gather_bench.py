@@ -1,8 +1,8 @@
 """Benchmark: our topology gather against hwloc's lstopo, and the module against Ansible's setup/ping.
 
 Prints medians and ratios; asserts nothing (performance is not a pass/fail test here).
-Targets from the issue: gather <= 0.5 x lstopo on the same tree; module cost above the ping floor
-<= 1/3 of setup's cost above it.
+Targets from the issues: gather <= 0.5 x lstopo on the same tree; module cost above the ping floor
+<= 1/3 of setup's cost above it; the counters subset adds < 10% to the in-process gather.
 
 Run: .venv/bin/python benchmarks/gather_bench.py [--runs N] [--module-runs M]
 """
@@ -55,6 +55,17 @@ def bench_gather(roots, runs):
         print("%-34s %12.2f %12.2f %8.2f" % (name, ours * 1000, theirs * 1000, ours / theirs))
 
 
+def bench_counters(roots, runs):
+    """What the counters subset (link flaps, error and drop counters, AER, RDMA and TCP counters; issue 16) adds to
+    the in-process gather on the captures and on this machine's own sysfs (live: ethtool -S too). Target: < 10%."""
+    print("%-34s %14s %14s %8s" % ("tree", "without ms", "with ms", "ratio"))
+    for name in TREES + ["live /"]:
+        root = "/" if name == "live /" else os.path.realpath(roots[name])
+        without = median_seconds(lambda: gather(root=root, gather_subset=["all", "!counters"], nvml="no"), runs)
+        with_counters = median_seconds(lambda: gather(root=root, nvml="no"), runs)
+        print("%-34s %14.2f %14.2f %8.2f" % (name, without * 1000, with_counters * 1000, with_counters / without))
+
+
 def bench_module(roots, runs):
     bindir = os.path.dirname(sys.executable)
     work = tempfile.mkdtemp()
@@ -91,6 +102,8 @@ def main():
     args = parser.parse_args()
     roots = fixtures.prepare(os.path.join(REPO, ".cache", "fixtures"))
     bench_gather(roots, args.runs)
+    print()
+    bench_counters(roots, args.runs)
     print()
     bench_module(roots, args.module_runs)
 

@@ -17,7 +17,8 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie impor
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int, mappings_in
 
-EXPECTATION_KEYS = ("gpu", "nics", "rdma")
+EXPECTATION_KEYS = ("gpu", "nics", "rdma", "roce")
+ROCE_KEYS = ("ecn",)
 GPU_KEYS = ("width", "generation")
 NIC_KEYS = ("name", "speed_mbps", "mtu")
 WAIVER_KEYS = ("rule", "hosts", "subject", "reason", "expires")
@@ -44,7 +45,7 @@ def _key_name(key):
 def validate_expectations(value, key="fabric_expectations"):
     """Return (normalized, errors). ``None`` means no expectations (the devices' own maxima apply)."""
     errors = []
-    result = {"gpu": {"width": None, "generation": None}, "nics": [], "rdma": False}
+    result = {"gpu": {"width": None, "generation": None}, "nics": [], "rdma": False, "roce": {"ecn": None}}
     if value is None:
         return result, errors
     if not isinstance(value, dict):
@@ -90,6 +91,17 @@ def validate_expectations(value, key="fabric_expectations"):
         errors.append("%s.rdma: %r must be true or false" % (key, rdma))
     else:
         result["rdma"] = rdma
+    roce = value.get("roce")
+    if roce is not None and not isinstance(roce, dict):
+        errors.append("%s.roce: expected a mapping, got %r" % (key, roce))
+    elif roce is not None:
+        for unknown in _unknown_keys(roce, ROCE_KEYS):
+            errors.append("%s.roce.%s: unknown key (known: %s)" % (key, _key_name(unknown), ", ".join(ROCE_KEYS)))
+        ecn = roce.get("ecn")
+        if ecn is not None and not isinstance(ecn, bool):
+            errors.append("%s.roce.ecn: %r must be true or false" % (key, ecn))
+        elif ecn is not None:
+            result["roce"]["ecn"] = ecn
     return result, errors
 
 

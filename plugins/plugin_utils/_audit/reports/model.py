@@ -76,7 +76,7 @@ def _figure(value, fmt="%.3g"):
 def peer_label(row):
     """The peer of a throughput row, with its run where each pair was measured more than once (fabric_probe_repeat)."""
     run, runs = row.get("run"), row.get("runs")
-    if isinstance(run, int) and isinstance(runs, int) and not isinstance(runs, bool) and runs > 1:
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in (run, runs)) and 1 <= run <= runs and runs > 1:
         return "%s (run %d of %d)" % (row["peer"], run, runs)
     return str(row["peer"])
 

@@ -212,8 +212,8 @@ def link_flaps(ctx):
     statistics are theirs summed). On live nodes also the NIC's own counters (ethtool -S): any error, and discards
     (a port buffer overflowing, a ring without buffers: rx_discards_phy, rx_out_of_buffer) from one a minute.""",
     """CRC and frame errors: the cable, optic or switch port (swap them, read the switch port's counters). FIFO and
-    missed errors and drops: the NIC's ring buffers (ethtool -G), IRQ affinity on the NIC's NUMA node, a CPU
-    starved of time; ethtool -S names the queue.""")
+    missed errors and drops: the NIC's ring buffers (ethtool -G), IRQ affinity on the NIC's NUMA node (the role
+    gpuops.fabric.tuning sets both, docs/tuning.md), a CPU starved of time; ethtool -S names the queue.""")
 def interface_errors(ctx):
     win = window(ctx)
     if win is None:
@@ -339,6 +339,56 @@ def rdma_errors(ctx):
         ctx.finding(port, "%s: %s %s" % (port, said, win.said()),
                     dict(win.evidence(), port=port, counters=grown,
                          per_hour=dict((c, win.per_hour(g)) for c, g in sorted(grown.items()))))
+
+
+@host_rule(
+    "STAB-009", "RoCE congestion notifications not acted on", "warn",
+    """RoCE's congestion control (DCQCN) works in three steps: a switch queue that fills marks packets with ECN; the
+    receiving NIC (the notification point) answers each marked flow with a congestion notification packet (CNP); the
+    sending NIC (the reaction point) slows that flow down. Between two readings of the mlx5 hw_counters, marked
+    packets arriving without CNPs sent (np_ecn_marked_roce_packets grows, np_cnp_sent does not) is a notification
+    point that is off, and CNPs ignored (rp_cnp_ignored) a reaction point off for the traffic's priority: the senders
+    never slow down, the queue grows until PFC pauses the port (and the pause spreads) or packets drop, and every
+    collective on the path jitters. With fabric_expectations.roce.ecn false (a fabric run on PFC alone), CNPs are
+    information: a switch marks ECN although the intent says it does not.""",
+    """Enable ECN for the RoCE priority on both ends: /sys/class/net/<nic>/ecn/roce_np/enable/<prio> (the
+    notification point sends CNPs) and ecn/roce_rp/enable/<prio> (the reaction point slows down), or the firmware's
+    ROCE_CC_PRIO_MASK (mlxconfig); check the switch's ECN marking (WRED/ECN thresholds) on the RoCE queue, and PFC on
+    the same priority end to end. A fabric meant to run without ECN: set fabric_expectations.roce.ecn to false and
+    turn the switch's marking off.""")
+def roce_congestion(ctx):
+    now = counters(ctx)
+    ports = _section(now, "rdma")
+    watched = ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored")
+    ports = dict((k, v) for k, v in ports.items() if any(c in v for c in watched))
+    if not ports:
+        raise NotApplicable("no RoCE congestion counters (mlx5's hw_counters np_cnp_sent, rp_cnp_handled, ...)")
+    win = window(ctx)
+    if win is None:
+        raise NotApplicable("RoCE congestion counters are " + NO_BASELINE)
+    roce = ctx.expect.get("roce") if isinstance(ctx.expect.get("roce"), dict) else {}
+    for port in sorted(ports):
+        grown = dict((c, win.growth("rdma", port, c)) for c in watched + ("roce_slow_restart_cnps",))
+        marked, sent = grown["np_ecn_marked_roce_packets"], grown["np_cnp_sent"]
+        ignored, handled = grown["rp_cnp_ignored"], grown["rp_cnp_handled"]
+        # CNPs a sender handles after an idle period (slow restart) are not the fabric's marking
+        congested = (handled or 0) - (grown["roce_slow_restart_cnps"] or 0)
+        evidence = dict(win.evidence(), port=port, counters=dict((c, g) for c, g in sorted(grown.items())
+                                                                 if g is not None))
+        if marked and sent == 0:
+            ctx.finding(port, "%s: %d ECN-marked RoCE packets arrived and no CNP was sent %s: this port's "
+                        "notification point is off, so its senders never slow down" % (port, marked, win.said()),
+                        dict(evidence, per_hour=win.per_hour(marked)))
+        if ignored:
+            ctx.finding(port, "%s: %d congestion notifications ignored %s (rp_cnp_ignored): the reaction point is off "
+                        "for the traffic's priority, so this sender does not slow down when the fabric asks" % (
+                            port, ignored, win.said()), dict(evidence, per_hour=win.per_hour(ignored)))
+        if roce.get("ecn") is False and (congested > 0 or sent):
+            ctx.finding(port, "%s: congestion notifications %s (%s) on a fabric fabric_expectations.roce.ecn says runs "
+                        "without ECN: a switch marks ECN on the RoCE queue" % (
+                            port, win.said(), ", ".join("%s +%d" % (c, g) for c, g in (
+                                ("np_cnp_sent", sent), ("rp_cnp_handled", congested)) if g)),
+                        evidence, severity="info")
 
 
 # ---- under load (the probes role's iperf3 measurements, with pings alongside) -------------------------------------
@@ -488,7 +538,8 @@ def _size(count):
     trip or a timeout, which a collective feels as jitter. The budget is fabric_probe_max_retransmit_percent
     (0.1% by default).""",
     """Look where packets drop: the interface and switch port error counters (STAB-002), a policer or shaper on the
-    path, a speed mismatch between sender and receiver ports; `ss -ti` on the node shows retransmits per connection.""")
+    path, a speed mismatch between sender and receiver ports, NIC rings too small for the bursts (the role
+    gpuops.fabric.tuning raises them); `ss -ti` on the node shows retransmits per connection.""")
 def retransmits(ctx):
     probes, measured = _measured(ctx)
     budget = _budget(probes.get("max_retransmit_percent"), DEFAULT_RETRANSMIT_PERCENT, zero=True)
@@ -500,25 +551,30 @@ def retransmits(ctx):
             continue
         judged = True
         entry = counted[0][1]
-        count, sent, segments = 0, 0, 0
-        for _share, e in counted:
-            numbers = [_counter(e.get(k)) for k in ("retransmits", "bytes", "mss")]
-            if None in numbers or not numbers[2]:
-                count = None
-                break
-            count, sent, segments = count + numbers[0], sent + numbers[1], segments + numbers[1] // numbers[2]
-        # over several runs: the share of all their segments (each run's share where one lacks its counts)
-        share = counted[0][0] if len(counted) == 1 else (
-            100.0 * count / segments if count is not None and segments else max(s for s, _e in counted))
+        if len(counted) == 1:
+            share = counted[0][0]
+            count, sent, mss = (_counter(entry.get(k)) for k in ("retransmits", "bytes", "mss"))
+            said = " of %d segments" % (sent // mss) if sent and mss else ""
+            over, runs = "", {}
+        else:  # several runs: the share of all their segments, where every run counted them
+            numbers = [[_counter(e.get(k)) for k in ("retransmits", "bytes", "mss")] for _s, e in counted]
+            if all(None not in n and n[2] for n in numbers) and sum(b // m for _r, b, m in numbers):
+                count, sent = sum(r for r, _b, _m in numbers), sum(b for _r, b, _m in numbers)
+                segments = sum(b // m for _r, b, m in numbers)
+                share, said = 100.0 * count / segments, " of %d segments" % segments
+                over = " over %d runs" % len(counted)
+            else:
+                share, entry = max(counted, key=lambda c: c[0])
+                count, sent = _counter(entry.get("retransmits")), _counter(entry.get("bytes"))
+                said, over = "", " in the worst of %d runs" % len(counted)
+            mss, runs = _counter(entry.get("mss")), {"runs": len(counted)}
         if share > budget:
-            said = " of %d segments" % segments if count is not None and segments else ""
-            over = " over %d runs" % len(counted) if len(counted) > 1 else ""
             ctx.finding(pair_subject(entry, ctx.host), "%s -> %s on %s: %s retransmits%s%s (%.3g%%), budget %.3g%%" % (
                 ctx.host, entry.get("peer"), entry.get("network"), count if count is not None else "some", said, over,
                 share, budget),
                 dict({"peer": entry.get("peer"), "network": entry.get("network"), "retransmits": count, "bytes": sent,
-                      "mss": _counter(entry.get("mss")), "retransmit_percent": share, "budget_percent": budget,
-                      "gbps": entry.get("gbps")}, **({"runs": len(counted)} if len(counted) > 1 else {})))
+                      "mss": mss, "retransmit_percent": share, "budget_percent": budget, "gbps": entry.get("gbps")},
+                     **runs))
     if not judged:
         raise NotApplicable("no throughput measurement counted its segments")
 
@@ -553,9 +609,10 @@ def goodput_spread(ctx):
         if spread > budget:
             slowest = min(rates, key=lambda r: r[0])[1]
             ctx.finding(pair_subject(slowest, ctx.host), "%s -> %s on %s: goodput from %.3g to %.3g Gbit/s over %d "
-                        "runs, a spread of %s of the median %.3g Gbit/s, budget %.3g%%" % (
+                        "runs, %s, budget %.3g%%" % (
                             ctx.host, slowest.get("peer"), slowest.get("network"), low, high, len(rates),
-                            "%.3g%%" % spread if math.isfinite(spread) else "all", middle, budget),
+                            "a spread of %.3g%% of the median %.3g Gbit/s" % (spread, middle)
+                            if math.isfinite(spread) else "most runs carried nothing (a median of 0)", budget),
                         {"peer": slowest.get("peer"), "network": slowest.get("network"), "runs": values,
                          "median_gbps": middle, "spread_percent": round(spread, 2) if math.isfinite(spread) else None,
                          "budget_percent": budget, "retransmits": [e.get("retransmits") for _g, e in rates],

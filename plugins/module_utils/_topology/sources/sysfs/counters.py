@@ -38,7 +38,8 @@ RDMA_COUNTERS = ("symbol_error", "link_error_recovery", "link_downed", "port_rcv
 RDMA_HW_COUNTERS = ("out_of_sequence", "packet_seq_err", "out_of_buffer", "local_ack_timeout_err",
                     "duplicate_request", "implied_nak_seq_err", "rnr_nak_retry_err", "req_cqe_error",
                     "resp_cqe_error", "rx_icrc_encapsulated", "np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored",
-                    "np_ecn_marked_roce_packets", "roce_adp_retrans", "roce_slow_restart")
+                    "np_ecn_marked_roce_packets", "roce_adp_retrans", "roce_slow_restart",
+                    "roce_slow_restart_cnps")
 TCP_FIELDS = (("InSegs", "in_segs"), ("OutSegs", "out_segs"), ("RetransSegs", "retrans_segs"), ("InErrs", "in_errs"))
 _AER_LINE = re.compile(r"^(\S(?:.{0,62}\S)?)\s+([0-9]{1,20})$")
 

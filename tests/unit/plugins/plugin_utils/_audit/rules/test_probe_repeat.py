@@ -128,3 +128,24 @@ def test_reports_name_the_runs():
                           measurements=rows)
     text = render_markdown(report)
     assert "| n1 | n2 (run 1 of 2) | training | 0.94 |" in text and "| n1 | n2 (run 2 of 2) | training | 0.61 |" in text
+
+
+def test_what_a_review_found(healthy):
+    """One run with its counts missing reads as before repeats existed; one run measured of three says so; a run
+    label only for sane run numbers; the bounded plan's repeat of a pair with 3 hosts is gone (test_pairing)."""
+    one = dict(run_of(1, 1, 0.9), retransmits=None, retransmit_percent=0.5, run=None, runs=None)
+    [found], _outcome = judge(healthy, probes(one), "STAB-006")
+    assert found["message"] == "n1 -> n2 on training: some retransmits of 111756 segments (0.5%), budget 0.1%"
+    assert found["evidence"]["bytes"] == 1000000000 and "runs" not in found["evidence"]
+    entries = runs(0.40, 0.9, 0.9)
+    for entry in entries[1:]:
+        entry.update(gbps=None, error="connection refused")
+    [found], _outcome = judge(healthy, probes(*entries), "PROBE-003")
+    assert "0.4 Gbit/s (1 of 3 runs measured)" in found["message"]
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import peer_label
+    assert [peer_label({"peer": "n2", "run": run, "runs": 2}) for run in (1, 0, 3, True, "1")] == [
+        "n2 (run 1 of 2)", "n2", "n2", "n2", "n2"]
+    # several runs, one without its counts: the worst run's share, said so
+    entries = runs(0.9, 0.9) + [dict(run_of(3, 3, 0.9), retransmits=None, retransmit_percent=0.4)]
+    [found], _outcome = judge(healthy, probes(*entries), "STAB-006")
+    assert found["message"] == "n1 -> n2 on training: some retransmits in the worst of 3 runs (0.4%), budget 0.1%"

@@ -1,0 +1,109 @@
+"""STAB-009, RoCE congestion notifications not acted on. The counts are real mlx5 hw_counters (two captures with
+PROVENANCE: tests/fixtures/realdata/sysfs-infiniband-counters/cn-notes-cx4lx-mlx5-hw-counters, a congested RoCE
+bond's NIC that marks and answers, and tests/fixtures/realdata/sonic-issue21891-rdma-statistic-sender-slow-restart-cnps,
+a sender whose only CNPs are slow-restart ones), read an hour after a baseline in which they were zero (hand-set:
+the baseline side), on the hand-written healthy node's facts; then edited as each case says."""
+
+import copy
+import os
+import re
+
+import pytest
+
+from conftest import REPO
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from test_stab import audit, findings, outcome, write
+
+REAL = os.path.join(REPO, "tests", "fixtures", "realdata")
+WATCHED = ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored", "roce_slow_restart_cnps")
+
+
+@pytest.fixture(scope="module")
+def healthy(roots):
+    return gather(root=roots["dgx8"])
+
+
+def real_counters(name):
+    """The watched counters of a capture: show_counters' 'name: value' lines or rdma statistic's 'name value' pairs."""
+    if name == "bond":
+        path = os.path.join(REAL, "sysfs-infiniband-counters", "cn-notes-cx4lx-mlx5-hw-counters",
+                            "show_counters-mlx5_bond_0.txt")
+    else:
+        path = os.path.join(REAL, "sonic-issue21891-rdma-statistic-sender-slow-restart-cnps",
+                            "rdma-statistic-sender-mlx5_1.txt")
+    text = open(path).read()
+    return dict((c, int(re.search(r"\b%s:? (\d+)" % c, text).group(1))) for c in WATCHED)
+
+
+def readings(healthy, now_counts, expect=None):
+    base = copy.deepcopy(healthy)
+    base["counters"]["rdma"] = {"mlx5_0/1": dict((c, 0) for c in WATCHED)}
+    now = copy.deepcopy(base)
+    now["counters"]["uptime_s"] += 3600
+    now["counters"]["rdma"]["mlx5_0/1"] = dict(now_counts)
+    return base, now
+
+
+def judge(healthy, tmp_path, counts, roce=None):
+    base, now = readings(healthy, counts)
+    first = write(tmp_path, audit({"n1": base}))
+    report = audit({"n1": now}, baseline=first) if roce is None else audit_with(now, first, roce)
+    return findings(report, "STAB-009"), outcome(report, "n1", "STAB-009")
+
+
+def audit_with(now, baseline, roce):
+    import datetime
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
+    report, errors = run_audit({"n1": {"facts": now, "baseline": baseline, "expectations": {"roce": roce}}},
+                               datetime.date(2027, 1, 1), "2027-01-01T01:00:00+00:00")
+    assert errors == []
+    return report
+
+
+def test_a_congested_fabric_whose_nics_answer_passes(healthy, tmp_path):
+    """21278189006 marked packets, 1052612505 CNPs sent (one CNP per flow per interval, not per packet)."""
+    found, result = judge(healthy, tmp_path, real_counters("bond"))
+    assert found == [] and result["status"] == "pass"
+
+
+def test_slow_restart_cnps_are_not_congestion(healthy, tmp_path):
+    """The sender's 144 CNPs handled are all slow-restart ones: no marking, nothing on a PFC-only fabric either."""
+    counts = real_counters("sender")
+    assert counts["rp_cnp_handled"] == counts["roce_slow_restart_cnps"] == 144
+    found, result = judge(healthy, tmp_path, counts, roce={"ecn": False})
+    assert found == [] and result["status"] == "pass"
+
+
+def test_marked_packets_without_cnps_and_ignored_cnps(healthy, tmp_path):
+    counts = dict(real_counters("bond"), np_cnp_sent=0)  # the notification point turned off
+    [found], _result = judge(healthy, tmp_path, counts)
+    assert found["severity"] == "warn" and found["subject"] == "mlx5_0/1"
+    assert found["message"].startswith("mlx5_0/1: 21278189006 ECN-marked RoCE packets arrived and no CNP was sent in "
+                                       "the 1.0 h since the baseline")
+    assert found["evidence"]["per_hour"] == 21278189006
+    counts = dict(real_counters("sender"), rp_cnp_ignored=37)
+    [found], _result = judge(healthy, tmp_path, counts)
+    assert "37 congestion notifications ignored" in found["message"]
+
+
+def test_cnps_on_a_fabric_meant_to_run_without_ecn(healthy, tmp_path):
+    [found], result = judge(healthy, tmp_path, real_counters("bond"), roce={"ecn": False})
+    assert found["severity"] == "info" and "np_cnp_sent +1052612505" in found["message"]
+    assert result["status"] == "findings"
+
+
+def test_not_judged_without_the_counters_or_a_baseline(healthy, tmp_path):
+    report = audit({"n1": healthy})
+    assert outcome(report, "n1", "STAB-009")["reason"].startswith("no RoCE congestion counters")
+    base, _now = readings(healthy, real_counters("bond"))
+    assert "fabric_audit_baseline" in outcome(audit({"n1": base}), "n1", "STAB-009")["reason"]
+
+
+def test_the_roce_expectation_is_checked():
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import validate_expectations
+    assert validate_expectations({"roce": {"ecn": False}})[0]["roce"] == {"ecn": False}
+    assert validate_expectations(None)[0]["roce"] == {"ecn": None}
+    for bad, said in (({"roce": "on"}, "fabric_expectations.roce: expected a mapping, got 'on'"),
+                      ({"roce": {"ecn": "yes"}}, "fabric_expectations.roce.ecn: 'yes' must be true or false"),
+                      ({"roce": {"pfc": 3}}, "fabric_expectations.roce.pfc: unknown key (known: ecn)")):
+        assert validate_expectations(bad)[1] == [said]
