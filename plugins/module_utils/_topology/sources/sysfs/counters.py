@@ -56,19 +56,26 @@ def parse_aer(text):
     (the total from the TOTAL line, else the sum), or None when no line is a count."""
     if text is None:
         return None
-    by_type, total = {}, None
+    by_type, total, counted = {}, None, False
     for line in text.splitlines()[:AER_MAX_LINES]:
+        parts = line.rsplit(None, 1)
+        if len(parts) != 2:
+            continue
+        if parts[1] == "0" and parts[0].strip() and not parts[0].startswith("TOTAL_ERR"):
+            counted = True  # most lines, on a healthy machine: nothing to keep (zero types are left out)
+            continue
         match = _AER_LINE.match(line.strip())
         if not match:
             continue
         name, value = match.group(1), parse_counter(match.group(2))
         if value is None:
             continue
+        counted = True
         if name.startswith("TOTAL_ERR"):
             total = value
         else:
             by_type[name] = value
-    if total is None and not by_type:
+    if not counted:
         return None
     return {"total": total if total is not None else sum(by_type.values()),
             "by_type": dict(sorted((k, v) for k, v in by_type.items() if v))}
@@ -125,13 +132,15 @@ class CountersMixin:
             directory = self._pci_dirs.get(address)
             if not directory:
                 continue
-            entry = {}
+            entry, present = {}, self.entries(directory)
             for key, filename in AER_FILES:
-                entry[key] = parse_aer(self.read(os.path.join(directory, filename), quiet=True))
+                entry[key] = parse_aer(self.read(os.path.join(directory, filename), quiet=True,
+                                                 regular=present[filename]) if filename in present else None)
             for key, filename in AER_ROOTPORT_FILES:
-                value = self.read(os.path.join(directory, filename), quiet=True)
-                if value is not None:
-                    entry[key] = parse_counter(value)
+                if filename in present:
+                    value = self.read(os.path.join(directory, filename), quiet=True, regular=present[filename])
+                    if value is not None:
+                        entry[key] = parse_counter(value)
             if any(v is not None for v in entry.values()):
                 counters["aer"][address] = entry
         for name, rdma in sorted(self.topo.rdma.items()):
@@ -146,10 +155,13 @@ class CountersMixin:
         self.topo.counters = counters
 
     def _counter_files(self, directory, names):
-        values = {}
+        values, present = {}, self.entries(directory)
         for name in names:
+            if name not in present:
+                values[name] = None
+                continue
             path = os.path.join(directory, name)
-            text = self.read(path, quiet=True)
+            text = self.read(path, quiet=True, regular=present[name])
             value = parse_counter(text)
             if text is not None and value is None and text.strip():
                 self.warn("%s: %r is not a counter, ignored" % (path, text[:40]))

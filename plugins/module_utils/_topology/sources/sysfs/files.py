@@ -176,6 +176,25 @@ class SysfsFiles:
                 self.warn("%s: directory unreadable (%s)" % (path, exc.strerror or exc))
             return []
 
+    def entries(self, path, limit=4096):
+        """{name: whether it is a regular file} of directory ``path`` (at most ``limit`` entries looked at): one
+        directory read instead of a stat per file a reader might want, most of which a driver does not have. A name
+        that is not a regular file is still there, so that reading it says what it is."""
+        found = {}
+        try:
+            with os.scandir(path) as listing:
+                for count, entry in enumerate(listing):
+                    if count >= limit:
+                        break
+                    try:
+                        found[entry.name] = entry.is_file(follow_symlinks=False)
+                    except OSError:
+                        found[entry.name] = False
+        except (IOError, OSError) as exc:
+            if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                self.warn("%s: directory unreadable (%s)" % (path, exc.strerror or exc))
+        return found
+
     def resolve(self, path):
         """Where a /sys/class/* link points (sysfs links are one level, relative, to real directories).
 
