@@ -348,6 +348,8 @@ def _iperf3(argv, limit, during=None):
 
 # not listening yet; or still serving an earlier client (a round's port serves one client, so not for long)
 REFUSED = ("connection refused", "server is busy")
+RETRY_FIRST_S = 0.3  # a refused client tries again after 0.3 s, then 1.5 times later each time ...
+RETRY_MAX_S = 2.0  # ... at most 2 s
 
 
 def run_client(module, bind, server, port, connect_until=None):
@@ -382,12 +384,16 @@ def run_client(module, bind, server, port, connect_until=None):
                 if cancelled.wait(ramp):
                     return None  # iperf3 ended before the load began (refused): no loaded pings
                 return _ping(pings(loaded), loaded * interval + 10)
+    pause = RETRY_FIRST_S
     while True:
         result, loaded_summary = _iperf3(argv, duration + 20, during)
         refused = result["gbps"] is None and any(r in str(result["error"]).lower() for r in REFUSED)
-        if not refused or connect_until is None or time.time() + 0.3 >= connect_until:
+        if not refused or connect_until is None or time.time() + pause >= connect_until:
             break
-        time.sleep(0.3)
+        # each try is an iperf3 process: a client whose peer starts late (many nodes, forks fewer than hosts) backs
+        # off rather than spending the CPUs the other nodes' starts need
+        time.sleep(pause)
+        pause = min(RETRY_MAX_S, pause * 1.5)
     if latency is not None:
         # pings beside a measurement that failed measured an idle path: not latency under load
         latency["loaded"] = loaded_summary if result["gbps"] is not None else None
