@@ -155,44 +155,45 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.rollback import connection_interface
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import format_cpulist, parse_cpulist
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.files import SysfsFiles
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import UNKNOWN_SPEEDS
 from ansible_collections.gpuops.fabric.plugins.module_utils._tuning import (
     BUFFER_SYSCTLS, buffer_size, parse_rings, parse_sysctl, ring_changes, sysctl_file, wanted_buffers,
 )
 
 SYSCTL_DIR = "/etc/sysctl.d/"
 _SYSCTL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\.conf\Z")
-MAX_READ = 64 * 1024
 MAX_IRQS = 4096  # MSI-X allows 2048 vectors per function
 MAX_DEPTH = 4  # VLAN on bond on ...: deeper stacks are not ours to guess
-UNKNOWN_SPEEDS = (0, 65535, 4294967295)
 _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
 
 
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read(MAX_READ)
-    except (IOError, OSError, UnicodeDecodeError, ValueError):
-        return None
-
-
 class Node(object):
-    """The node's files below ``root``."""
+    """The node's files below ``root``, read through the facts' own bounded reader (SysfsFiles: never opens a FIFO
+    or a device node, at most 64 KiB a file); what it could not read is in ``warnings``."""
 
     def __init__(self, root):
         self.root = root
+        self.files = SysfsFiles(root)
+
+    @property
+    def warnings(self):
+        return list(self.files.topo.warnings)
 
     def path(self, *parts):
-        return os.path.join(self.root, *[p.lstrip("/") for p in parts])
+        return self.files.path(*parts)
 
     def read(self, *parts):
-        return _read(self.path(*parts))
+        """A file's text, stripped; None when missing or not readable."""
+        return self.files.read(self.path(*parts), quiet=True)
+
+    def read_exact(self, *parts):
+        """A whole file as it is (the sysctl file, compared byte for byte with what it should hold), or None."""
+        data = self.files.read_bytes(self.path(*parts), quiet=True)
+        return None if data is None else data.decode("utf-8", "replace")
 
     def listdir(self, *parts):
-        try:
-            return sorted(os.listdir(self.path(*parts)))
-        except OSError:
-            return []
+        return self.files.listdir(self.path(*parts))
 
     def exists(self, iface):
         return os.path.isdir(self.path("sys/class/net", iface))
@@ -212,8 +213,9 @@ class Node(object):
         return [iface]
 
     def speed(self, port):
-        text = (self.read("sys/class/net", port, "speed") or "").strip()
-        return int(text) if re.match(r"^[0-9]{1,7}\Z", text) and int(text) not in UNKNOWN_SPEEDS else None
+        text = self.read("sys/class/net", port, "speed") or ""
+        speed = int(text) if re.match(r"^[0-9]{1,7}\Z", text) else None
+        return speed if speed and speed not in UNKNOWN_SPEEDS else None
 
     def pci_dir(self, port):
         """The port's PCI function: its device, or the nearest one above it (virtio: .../0000:00:03.0/virtio2)."""
@@ -249,7 +251,7 @@ def plan_buffers(node, speed, rtt_ms, file_path):
     wanted = wanted_buffers(current, size)
     basis = "socket buffers for %d Mb/s at %g ms round trip (2 x BDP of %d bytes)" % (speed, rtt_ms, bdp)
     after_file = sysctl_file(wanted, basis)
-    before_file = node.read(file_path)
+    before_file = node.read_exact(file_path)
     live = dict((name, (" ".join(str(v) for v in current[name]), " ".join(str(v) for v in value)))
                 for name, value in wanted.items() if current[name] != value)
     return live, before_file, after_file, size, bdp, notes
@@ -263,7 +265,7 @@ def plan_irqs(node, ports):
         if device is None:
             skipped.append("%s: no PCI function (a virtual interface): IRQs not judged" % port)
             continue
-        numa = (_read(os.path.join(device, "numa_node")) or "").strip()
+        numa = node.files.read(os.path.join(device, "numa_node"), quiet=True) or ""
         if not re.match(r"^[0-9]{1,4}\Z", numa):
             skipped.append("%s: the kernel knows no NUMA node for it (numa_node %s): IRQs left alone" % (
                 port, numa or "missing"))
@@ -287,13 +289,13 @@ def plan_irqs(node, ports):
             if current is None:
                 continue  # gone, or not readable: nothing to judge
             if set(current) - node_cpus:
-                moves.append((port, irq, text.strip(), wanted))
+                moves.append((port, irq, text, wanted))
     return moves, skipped
 
 
 def irqbalance_runs(node):
     for pid in node.listdir("proc"):
-        if pid.isdigit() and (node.read("proc", pid, "comm") or "").strip() == "irqbalance":
+        if pid.isdigit() and node.read("proc", pid, "comm") == "irqbalance":
             return True
     return False
 
@@ -450,6 +452,8 @@ def main():
     errors += ["irq %d (%s): %s" % (r["irq"], r["port"], r["error"]) for r in result["irqs"] if r["error"]]
     for error in errors:
         module.warn("not tuned: %s" % error)
+    for warning in node.warnings:  # a file that was not a regular file, or not readable: named, never opened
+        module.warn(warning)
     result["msg"] = "%d port(s)%s: %d sysctl(s), %d ring(s), %d IRQ(s) %s%s" % (
         len(ports), " for %d Mb/s" % speed if speed else "", len(result["sysctls"]), len(result["rings"]),
         len(result["irqs"]), "to change" if module.check_mode else "changed",

@@ -88,21 +88,25 @@ def check_variables(hostvars, errors, warnings):
                       "would roll back while the controller still waits to confirm)" % (confirm, rollback))
     for key in ("fabric_network_allow_management", "fabric_network_lldpd"):
         value = hostvars.get(key, False)
-        # what the role's argument spec (type bool) takes: booleans, and their spellings as text from -e
-        if not isinstance(value, bool) and not (isinstance(value, str) and value.strip().lower() in _BOOLEAN_TEXT):
+        if not _boolean(value):
             errors.append("%s: %r must be true or false" % (key, value))
     pattern = hostvars.get("fabric_network_lldpd_interfaces", "")
     problem = lldpd_pattern_problem(pattern)
     if problem:
         errors.append("fabric_network_lldpd_interfaces: %r %s" % (pattern, problem))
-    root = hostvars.get("fabric_network_root", "/")
-    if not isinstance(root, str) or not root.startswith("/") or "\0" in root or any(c in root for c in "\n\r"):
-        errors.append("fabric_network_root: %r must be an absolute path" % (root,))
+    _check_root(hostvars, "fabric_network_root", errors)
     check_tuning(hostvars, errors)
 
 
 def _boolean(value):
+    """What a role's argument spec (type bool) takes: booleans, and their spellings as text from -e."""
     return isinstance(value, bool) or (isinstance(value, str) and value.strip().lower() in _BOOLEAN_TEXT)
+
+
+def _check_root(hostvars, key, errors):
+    root = hostvars.get(key, "/")
+    if not isinstance(root, str) or not root.startswith("/") or "\0" in root or any(c in root for c in "\n\r"):
+        errors.append("%s: %r must be an absolute path" % (key, root))
 
 
 def check_tuning(hostvars, errors):
@@ -129,6 +133,4 @@ def check_tuning(hostvars, errors):
         problem = ifname_problem(name)
         if problem:
             errors.append("fabric_tuning_interfaces[%d]: %r %s" % (index, name, problem))
-    root = hostvars.get("fabric_tuning_root", "/")
-    if not isinstance(root, str) or not root.startswith("/") or "\0" in root or any(c in root for c in "\n\r"):
-        errors.append("fabric_tuning_root: %r must be an absolute path" % (root,))
+    _check_root(hostvars, "fabric_tuning_root", errors)

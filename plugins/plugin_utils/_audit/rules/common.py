@@ -37,6 +37,16 @@ def runs_said(entries, count=None):
     return " in %d of %d runs" % (len(entries) if count is None else count, len(entries))
 
 
+def goodput(value):
+    """A measured goodput (Gbit/s): a finite number from 0, else None (hand-set or corrupt host variables)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value) if math.isfinite(value) and value >= 0 else None
+    except OverflowError:
+        return None
+
+
 def median(values):
     """The median of a non-empty list of numbers (the mean of the middle two for an even count)."""
     ordered = sorted(values)

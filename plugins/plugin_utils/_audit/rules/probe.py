@@ -9,13 +9,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
-
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import (
     host_rule, inventory_rule, NotApplicable, observed,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import (
-    by_pair, median, pair_subject, runs_said,
+    by_pair, goodput, median, pair_subject, runs_said,
 )
 
 # ---- probes (traffic between the hosts; opt-in) -----------------------------------------------------------------
@@ -98,16 +96,6 @@ def probe_unreachable(ctx):
         if entry.get("status") == "unreachable":
             ctx.finding(pair_subject(entry, ctx.host), "%s cannot reach %s at %s on %s, not even with small pings" % (
                 ctx.host, entry.get("peer"), entry.get("address"), entry.get("network")), entry)
-
-
-def goodput(value):
-    """A measured goodput (Gbit/s): a finite number from 0, else None (hand-set or corrupt host variables)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return float(value) if math.isfinite(value) and value >= 0 else None
-    except OverflowError:
-        return None
 
 
 @host_rule(

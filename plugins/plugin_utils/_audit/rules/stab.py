@@ -19,7 +19,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values imp
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import DEFAULT_TCP_RETRANSMIT_PERCENT
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import HostContext, host_rule, NotApplicable
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import (
-    by_pair, duration, median, pair_subject, runs_said,
+    by_pair, duration, goodput, median, pair_subject, runs_said,
 )
 
 # A boot time that moved by more than this between readings is another boot (the clock's own steps are smaller).
@@ -598,7 +598,7 @@ def goodput_spread(ctx):
     budget = _budget(probes.get("max_goodput_spread_percent"), DEFAULT_GOODPUT_SPREAD_PERCENT)
     judged = False
     for entries in by_pair(measured):
-        rates = [(_budget(e.get("gbps"), None, zero=True), e) for e in entries if not e.get("error")]
+        rates = [(goodput(e.get("gbps")), e) for e in entries if not e.get("error")]
         rates = [(gbps, e) for gbps, e in rates if gbps is not None]
         if len(rates) < 2:
             continue

@@ -62,7 +62,7 @@ def test_buffers_planned_from_the_files_below_the_root(tmp_path):
     assert live == {"net.core.rmem_max": ("212992", "33554432"), "net.core.wmem_max": ("212992", "33554432"),
                     "net.ipv4.tcp_rmem": ("4096 131072 6291456", "4096 131072 33554432")}
     assert "net.ipv4.tcp_wmem" not in after and "net.core.wmem_max = 33554432" in after
-    assert notes == ["net.ipv4.tcp_wmem: '4096 16384 junk\\n' is not a value this module understands; left alone"]
+    assert notes == ["net.ipv4.tcp_wmem: '4096 16384 junk' is not a value this module understands; left alone"]
 
 
 def test_irqs_leaving_their_numa_node_are_planned_back(tmp_path):
@@ -83,6 +83,12 @@ def test_irqs_leaving_their_numa_node_are_planned_back(tmp_path):
     moves, skipped = plan_irqs(node, ["ens2np0", "veth0"])
     assert moves == [("ens2np0", 120, "0-63", "16-31"), ("ens2np0", 122, "3", "16-31")]
     assert skipped == ["veth0: no PCI function (a virtual interface): IRQs not judged"]
+    # a FIFO where an affinity file belongs (a corrupt capture): named, never opened, so nothing blocks
+    os.unlink(str(tmp_path / "proc/irq/122/smp_affinity_list"))
+    os.mkfifo(str(tmp_path / "proc/irq/122/smp_affinity_list"))
+    moves, _skipped = plan_irqs(node, ["ens2np0"])
+    assert moves == [("ens2np0", 120, "0-63", "16-31")]
+    assert [w for w in node.warnings if "smp_affinity_list: not a regular file" in w]
     (tmp_path / device / "numa_node").write_text("-1\n")
     moves, skipped = plan_irqs(node, ["ens2np0"])
     assert moves == [] and skipped == ["ens2np0: the kernel knows no NUMA node for it (numa_node -1): IRQs left alone"]

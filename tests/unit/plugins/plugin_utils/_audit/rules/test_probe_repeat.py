@@ -5,15 +5,12 @@ rounds leave (the parsers are tested on real iperf3 and ping captures in _probin
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import evaluate_host
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.markdown_report import render_markdown
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import build_report
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import measurements as measurements_of
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import by_pair, median
 
-from test_stab_load import IDLE, loaded, probes
-
-NO_EXPECT = {"gpu": {"width": None, "generation": None}, "nics": [], "rdma": False}
+from test_stab_load import IDLE, judge, loaded, probes
 
 
 def run_of(run, runs, gbps, peer="n2", retransmits=0, latency=None, error=None, sent=1000000000):
@@ -32,11 +29,6 @@ def runs(*rates, **kwargs):
 @pytest.fixture(scope="module")
 def healthy(roots):
     return gather(root=roots["dgx8"])
-
-
-def judge(facts, expect, rule):
-    findings, outcomes = evaluate_host("n1", facts, expect)
-    return [f for f in findings if f["id"] == rule], outcomes[rule]
 
 
 def test_helpers():
