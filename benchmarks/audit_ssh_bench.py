@@ -91,10 +91,13 @@ def bench(count, forks, probes, collections, work, profile=False, latency_only=F
                 per_round = DURATION + (IDLE_PINGS * PING_INTERVAL if "latency" in kinds else 0)
                 measuring = int(rounds.group(1)) * per_round if rounds else float("nan")
                 orchestration = probe_s - audit_s - measuring
+                # the orchestration in units of one module run on every host (`ansible -m setup` here): what it
+                # costs on a bed whose CPUs the hosts share with the controller, where each such run is slow
                 line += ("\n      probes %s: %.1f s (%s): measuring %.1f s, orchestration %.1f s beyond the audit "
-                         "(orchestration / measuring %.2f)" % (
+                         "(orchestration / measuring %.2f; orchestration / ansible -m setup %.2f)" % (
                              label, probe_s, plan.group(1) if plan else "no plan", measuring, orchestration,
-                             orchestration / measuring)) + (task_times(probed.stdout) if profile else "")
+                             orchestration / measuring, orchestration / setup_s)) + (
+                                 task_times(probed.stdout) if profile else "")
             left = [p for p in iperf3_processes() if "198.18.21." in p[1]]
             line += "; iperf3 left: %d" % len(left)
         print(line, flush=True)

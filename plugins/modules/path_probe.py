@@ -135,33 +135,11 @@ probes:
       small: {sent: 3, received: 3, errors: 0, local_error: null}
 """
 
-import ipaddress  # noqa: E402  (after the documentation, as Ansible modules are laid out)
-from concurrent.futures import ThreadPoolExecutor  # noqa: E402
-
-from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402  (after the documentation, as modules are laid out)
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.ping import (
-    judge_ping, parse_ping, payload, ping_argv,
+    check_targets, probe_paths, said_paths,
 )
-
-
-def probe(module, ping, target):
-    try:
-        version = ipaddress.ip_address(target["address"]).version
-    except ValueError:
-        return dict(target, payload=None, status="error", jumbo={}, small={},
-                    error="address %r is not an IP address" % target["address"])
-    size = payload(target["mtu"], version)
-    out = {}
-    for kind, length in (("jumbo", size), ("small", 56)):
-        argv = ping_argv(ping, target["address"], length, version, module.params["count"], module.params["wait"],
-                         target.get("source"))
-        _rc, stdout, stderr = module.run_command(argv)
-        out[kind] = parse_ping(stdout + "\n" + stderr)
-        if out[kind]["sent"] is None:
-            out[kind]["output"] = (stdout + stderr).strip()[-300:]
-    return dict(target, payload=size, status=judge_ping(out["jumbo"], out["small"]), jumbo=out["jumbo"],
-                small=out["small"])
 
 
 def main():
@@ -184,9 +162,9 @@ def main():
         ),
         supports_check_mode=True,
     )
-    for index, target in enumerate(module.params["targets"]):
-        if not 68 <= target["mtu"] <= 65535:
-            module.fail_json(msg="targets[%d].mtu: %r is outside 68..65535" % (index, target["mtu"]))
+    error = check_targets(module.params["targets"])
+    if error:
+        module.fail_json(msg=error)
     if module.params["count"] < 1 or module.params["parallel"] < 1 or module.params["wait"] <= 0:
         module.fail_json(msg="count and parallel must be at least 1 and wait above 0 (got count=%r, parallel=%r, "
                              "wait=%r)" % (module.params["count"], module.params["parallel"], module.params["wait"]))
@@ -194,11 +172,9 @@ def main():
     if not targets:
         module.exit_json(changed=False, probes=[], msg="no targets")
     ping = module.get_bin_path("ping", required=True)
-    with ThreadPoolExecutor(max_workers=min(module.params["parallel"], len(targets))) as pool:
-        probes = list(pool.map(lambda t: probe(module, ping, t), targets))
-    bad = [p for p in probes if p["status"] != "ok"]
-    module.exit_json(changed=False, probes=probes,
-                     msg="%d of %d path(s) carry full-size frames" % (len(probes) - len(bad), len(probes)))
+    probes = probe_paths(module.run_command, ping, targets, module.params["count"], module.params["wait"],
+                         module.params["parallel"])
+    module.exit_json(changed=False, probes=probes, msg=said_paths(probes))
 
 
 if __name__ == "__main__":

@@ -27,8 +27,14 @@ description:
     per round). In round k it serves one measurement, measures as a client or idles. The nodes keep in step by
     themselves, without the controller. A client whose server is not listening yet tries again, and each side
     waits for the other until the end of its round's slot, k times O(round_timeout) after its start. The role
-    C(gpuops.fabric.probes) starts it on every node at once (C(async) with C(poll=0)), so rounds cost no tasks and no
-    forks.
+    C(gpuops.fabric.probes) starts it on every node at once (O(detach)), so rounds cost no tasks and no forks.
+  - With O(detach), the rounds run goes on in a process of its own (a new session, named C(gpuops-rounds)) and the
+    task returns at once with RV(job); O(mode=collect) waits for that run to end (at most O(wait) seconds a call)
+    and returns its result. Unlike Ansible's C(async), this is one module run to start, pipelined where the
+    connection pipelines, and a poll every O(wait) seconds. The run ends by its bound (the last slot's end plus 30 s)
+    whatever happens, its result kept in a file of its own.
+  - O(start_at) gives every node the same start (the controller's clock); a node whose clock is more than 10 s off
+    the controller's (O(controller_time)) is corrected for, with a warning.
   - Needs C(iperf3), coreutils C(timeout) and util-linux C(setsid) on the node.
 author:
   - gpuops.fabric maintainers (@gpuops)
@@ -38,9 +44,10 @@ extends_documentation_fragment:
   - gpuops.fabric.attributes.actiongroup
 options:
   mode:
-    description: Start a server, measure as a client, stop servers, or run all rounds of this node.
+    description: Start a server, measure as a client, stop servers, run all rounds of this node, or collect a
+      detached rounds run.
     type: str
-    choices: [server, client, stop, rounds]
+    choices: [server, client, stop, rounds, collect]
     required: true
   bind:
     description: This node's address on the network under test (server and client bind to it).
@@ -75,6 +82,41 @@ options:
         returned with the measurement as they came.
     type: list
     elements: raw
+  detach:
+    description:
+      - Rounds mode. Run the rounds in a process of their own and return at once with RV(job), for O(mode=collect).
+    type: bool
+    default: false
+  start_at:
+    description:
+      - Rounds mode. When round 1 begins, in seconds since 1970 on the controller's clock (the same for every node);
+        default at once. A node that starts later begins at once, its peers waiting for it within O(start_skew).
+    type: float
+  controller_time:
+    description:
+      - Rounds mode. The controller's clock when it sent this task (seconds since 1970), to notice a node clock more
+        than 10 s off; O(start_at) is then converted to this node's clock.
+    type: float
+  ping_targets:
+    description:
+      - Rounds mode. Peers to ping with full-size frames first, as M(gpuops.fabric.path_probe) does with its
+        O(gpuops.fabric.path_probe#module:targets) (the same dicts, from M(gpuops.fabric.probe_plan)'s RV(gpuops.fabric.probe_plan#module:jumbo)),
+        while the run waits for O(start_at); the results are RV(probes).
+    type: list
+    elements: dict
+  ping_count:
+    description: Rounds mode. Full-size pings per entry of O(ping_targets) (small pings are as many).
+    type: int
+    default: 3
+  job:
+    description: Collect mode. The RV(job) that O(mode=rounds) with O(detach) returned on this node.
+    type: str
+  wait:
+    description:
+      - Collect mode. Seconds to wait for the run to end before returning with RV(finished) false (1 to 3600), so
+        that a long run is polled rather than held in one silent connection.
+    type: float
+    default: 30
   start_skew:
     description:
       - Rounds mode. Seconds by which the nodes' runs may start apart (the controller starts them a few forks at a
@@ -131,17 +173,17 @@ measurements:
   description:
     - The client measurements of the rounds (rounds mode), in order; each the round's part with C(round) (from 1)
       and the client results C(gbps), C(retransmits), C(retransmit_percent), C(bytes), C(mss), C(latency), C(error).
-  returned: rounds mode
+  returned: rounds mode (not detached), collect mode
   type: list
   elements: dict
 server_errors:
   description: The rounds whose server did not start (rounds mode); each the round's part with C(round) and C(error).
-  returned: rounds mode
+  returned: rounds mode (not detached), collect mode
   type: list
   elements: dict
 round_seconds:
   description: Seconds each round took on this node (rounds mode).
-  returned: rounds mode
+  returned: rounds mode (not detached), collect mode
   type: list
   elements: float
 gbps:
@@ -189,13 +231,47 @@ error:
   returned: client mode
   type: str
 pid:
-  description: The process group of the started server (timeout wrapper and iperf3).
-  returned: server mode
+  description: The process group of the started server (timeout wrapper and iperf3), or the detached rounds run.
+  returned: server mode, rounds mode with detach
   type: int
 lifetime:
   description: Seconds after which the server ends on its own.
   returned: server mode
   type: int
+probes:
+  description:
+    - The full-size pings of O(ping_targets), as M(gpuops.fabric.path_probe) returns them in its
+      RV(gpuops.fabric.path_probe#module:probes).
+  returned: rounds mode with ping_targets (not detached), collect mode
+  type: list
+  elements: dict
+probes_error:
+  description: Why the full-size pings of O(ping_targets) did not run (no C(ping) on the node), else null.
+  returned: rounds mode with ping_targets (not detached), collect mode
+  type: str
+finished:
+  description: Whether the detached run has ended (collect mode); the other results come with true.
+  returned: collect mode
+  type: bool
+job:
+  description:
+    - The detached rounds run, for O(mode=collect) (file names under C(/run/gpuops-fabric/probes)).
+    - Null when this node idles in every round (nothing runs, nothing to collect).
+  returned: rounds mode with detach, collect mode
+  type: str
+  sample: rounds-198.18.1.2
+clock_offset:
+  description: This node's clock minus the controller's when the task arrived, seconds (with O(controller_time)).
+  returned: rounds mode
+  type: float
+start:
+  description: When round 1 began or begins, seconds since 1970 on this node's clock.
+  returned: rounds mode
+  type: float
+bound:
+  description: When the rounds run ends at the latest, seconds since 1970 on this node's clock.
+  returned: rounds mode
+  type: float
 stopped:
   description: Process groups stopped, and the pid of a rounds run (stop mode).
   returned: stop mode
@@ -205,8 +281,11 @@ stopped:
 
 import glob  # noqa: E402  (after the documentation, as Ansible modules are laid out)
 import ipaddress  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import signal  # noqa: E402
+import stat  # noqa: E402
 import subprocess  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -214,10 +293,10 @@ import time  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.iperf3 import (
-    PID_DIR, cmdline, failed, listening, ours, parse_iperf3, pidfile, stop,
+    PID_DIR, cmdline, failed, listening, ours, parse_iperf3, pidfile, servers_on, stop,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.ping import (
-    MAX_OUTPUT, MAX_PINGS, latency_argv, summarize_latency,
+    MAX_OUTPUT, MAX_PINGS, check_targets, latency_argv, probe_paths, said_paths, summarize_latency,
 )
 
 
@@ -470,9 +549,27 @@ def runner_pidfile(binds):
                                                     if binds else "idle"))
 
 
+RUNNER_NAME = "gpuops-rounds"  # a detached rounds run names itself so (its command line is only the interpreter)
+RESULT_MAX = 16 * 1024 * 1024  # a result file larger than this is not ours
+CLOCK_OFF_S = 10.0  # a node clock this far from the controller's (beyond the task's transport) is corrected for
+JOB_PATTERN = re.compile(r"rounds-[0-9A-Za-z_.-]{1,80}")  # whole (fullmatch)
+
+
+def _comm(pid):
+    """The name of process ``pid``; empty when there is none (or only a zombie, waiting to be reaped)."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            state = handle.read().rpartition(")")[2].split()
+        with open("/proc/%d/comm" % pid) as handle:
+            return handle.read().strip() if state and state[0] != "Z" else ""
+    except (IOError, OSError, ValueError):
+        return ""
+
+
 def _runner(pid):
-    """Whether ``pid`` is still a rounds run of this module (not a reused pid)."""
-    return any("throughput_probe" in arg for arg in cmdline(pid))
+    """Whether ``pid`` is still a rounds run of this module (not a reused pid): a detached run by its name, a run in
+    the foreground (Ansible's async wrapper) by its command line."""
+    return _comm(pid) == RUNNER_NAME or any("throughput_probe" in arg for arg in cmdline(pid))
 
 
 def stop_runner(path):
@@ -491,33 +588,51 @@ def stop_runner(path):
     return pid
 
 
-def run_rounds(module):
-    """Every round of this node in one run: in round k the node serves, measures or idles. Each side waits for the
-    other up to the end of its round's slot (k x O(round_timeout) from the start), so the rounds of all nodes stay
-    in step without the controller: a late peer is waited for, a missing one costs its slot only."""
-    params = module.params
-    parts = _round_parts(module)
-    if not os.path.isdir(PID_DIR):
-        os.makedirs(PID_DIR, 0o700)
-    runner = runner_pidfile(set(str(p["bind"]) for p in parts if p.get("bind")))
-    stop_runner(runner)
-    with open(runner, "w") as handle:
-        handle.write("%d\n" % os.getpid())
-    current = {}
-
-    def ended(signum, _frame):  # mode=stop: no server left behind (Ansible's async limit kills with SIGKILL; the
-        # server then ends on its own at its slot's end)
-        if current.get("group"):
-            stop(current["group"])
-        raise SystemExit(128 + signum)
-    signal.signal(signal.SIGTERM, ended)
-    slot = params["round_timeout"] or (params["duration"] + 30 + (
+def _slot(params):
+    return params["round_timeout"] or (params["duration"] + 30 + (
         params["latency_idle_count"] * params["latency_interval"] if params["latency"] else 0))
-    start = time.time()
+
+
+def _schedule(module):
+    """(when round 1 begins on this node's clock, the node clock's offset from the controller's in seconds or None,
+    the run's bound: the last slot's end plus 30 s)."""
+    params = module.params
+    now = time.time()
+    offset = None
+    if params["controller_time"] is not None:
+        offset = now - params["controller_time"]
+    begin = now
+    if params["start_at"] is not None:
+        # a clock close to the controller's is trusted (the difference is mostly the task's way here); one far off
+        # is corrected for, so that this node still starts with the others
+        begin = params["start_at"] + (offset if offset is not None and abs(offset) > CLOCK_OFF_S else 0)
+        if begin - now > 3600:
+            module.fail_json(msg="start_at: %r is %d s after this node's clock: more than an hour" % (
+                params["start_at"], begin - now))
+    targets = len(params["ping_targets"] or [])
+    pings = -(-targets // 8) * 2 * (params["ping_count"] * 0.2 + 2)  # at most, 8 at a time (as path_probe)
+    bound = max(begin, now + pings) + params["start_skew"] + len(params["rounds"]) * _slot(params) + 30
+    return begin, offset, bound
+
+
+def _rounds(module, parts, begin, current):
+    """Every round of this node, from ``begin`` (this node's clock) on: the result as RETURN describes it. ``current``
+    holds the process group of the server running now, for whoever stops the run."""
+    params = module.params
+    slot = _slot(params)
+    probes, probes_error = None, None
+    if params["ping_targets"] is not None:  # while the other nodes are being started (the role's margin allows for them)
+        ping = module.get_bin_path("ping")
+        if ping or not params["ping_targets"]:
+            probes = probe_paths(module.run_command, ping, params["ping_targets"], params["ping_count"])
+            current["probes"] = probes  # kept, should the rounds fail or be stopped
+        else:  # the rounds still run (their latency part says the same)
+            probes, probes_error = [], "ping is not installed (iputils-ping): no full-size pings"
+    time.sleep(max(0.0, begin - time.time()))
     measurements, server_errors, spent = [], [], []
     for index, part in enumerate(parts):
         began = time.time()
-        deadline = start + params["start_skew"] + (index + 1) * slot
+        deadline = begin + params["start_skew"] + (index + 1) * slot
         if part["role"] == "server":
             group, error, _argv = start_server(module, part["bind"], part["port"],
                                                max(1, int(deadline - time.time()) + 1), params["timeout"])
@@ -536,12 +651,241 @@ def run_rounds(module):
                                      retransmit_percent=result["retransmit_percent"], bytes=result["bytes"],
                                      mss=result["mss"], latency=result["latency"], error=result["error"]))
         spent.append(round(time.time() - began, 2))
+    said = "%d round(s): %d measurement(s), %d failed, %d server(s) did not start" % (
+        len(parts), len(measurements), sum(1 for m in measurements if m["error"]), len(server_errors))
+    result = dict(changed=False, measurements=measurements, server_errors=server_errors, round_seconds=spent, msg=said)
+    if probes is not None:
+        result.update(probes=probes, probes_error=probes_error, msg="%s; %s" % (probes_error or said_paths(probes), said))
+    return result
+
+
+def _stop_servers(parts, current):
+    """Stop the server of the round running now, and any this run was starting when it was stopped (its group not
+    known yet: found by its address, once the starting shell has become ``timeout``)."""
+    if current.get("group"):
+        stop(current["group"])
+    binds = set(str(p["bind"]) for p in parts if p["role"] == "server")
+    if binds:
+        time.sleep(0.1)
+        for group in servers_on(binds):
+            stop(group)
+
+
+def _job_paths(job):
+    base = os.path.join(PID_DIR, job)
+    return base + ".pid", base + ".job", base + ".json"
+
+
+def _write_json(path, data):
+    """``data`` as JSON in ``path``, whole or not at all (a reader never sees half a file)."""
+    part = "%s.%d.part" % (path, os.getpid())
+    with os.fdopen(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
+        json.dump(data, handle, sort_keys=True)
+    os.rename(part, path)
+
+
+def _read_json(path):
+    """The JSON object in ``path`` (at most RESULT_MAX bytes, a regular file), or None when there is none yet; an
+    unreadable one raises ValueError."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("%s is not a regular file" % path)
+        text = handle.read(RESULT_MAX + 1)
+    if len(text) > RESULT_MAX:
+        raise ValueError("%s is larger than %d bytes" % (path, RESULT_MAX))
+    data = json.loads(text.decode("utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError("%s holds no JSON object" % path)
+    return data
+
+
+def run_rounds(module):
+    """Every round of this node in one run: in round k the node serves, measures or idles. Each side waits for the
+    other up to the end of its round's slot (k x O(round_timeout) from the start), so the rounds of all nodes stay
+    in step without the controller: a late peer is waited for, a missing one costs its slot only. With O(detach), the
+    run goes on in a process of its own and this returns at once; O(mode=collect) reads its result."""
+    params = module.params
+    parts = _round_parts(module)
+    error = check_targets(params["ping_targets"] or [], "ping_targets")
+    if error:
+        module.fail_json(msg=error)
+    for tool in ("iperf3", "timeout", "setsid"):
+        if any(p["role"] != "idle" for p in parts):
+            module.get_bin_path(tool, required=True)  # missing: said now, not in a run nobody watches
+    begin, offset, bound = _schedule(module)
+    if not os.path.isdir(PID_DIR):
+        os.makedirs(PID_DIR, 0o700)
+    runner = runner_pidfile(set(str(p["bind"]) for p in parts if p.get("bind")))
+    stop_runner(runner)
+    clock = dict(clock_offset=round(offset, 3) if offset is not None else None, start=round(begin, 3),
+                 bound=round(bound, 3))
+    if offset is not None and abs(offset) > CLOCK_OFF_S:
+        module.warn("this node's clock is %.1f s off the controller's: the rounds start by the controller's "
+                    "(run NTP or PTP on the nodes; the probes' timestamps are this node's)" % offset)
+    if params["detach"]:
+        if all(p["role"] == "idle" for p in parts) and not params["ping_targets"]:  # nothing to run
+            module.exit_json(changed=False, job=None, msg="rounds: this node idles in all %d" % len(parts), **clock)
+        result = _detach(module, runner, parts, begin, bound)
+        module.exit_json(changed=False, msg="rounds started: %d round(s) from %s" % (
+            len(parts), time.strftime("%H:%M:%S", time.localtime(begin))), **dict(result, **clock))
+    with open(runner, "w") as handle:
+        handle.write("%d\n" % os.getpid())
+    current = {}
+
+    def ended(signum, _frame):  # mode=stop: no server left behind (Ansible's async limit kills with SIGKILL; the
+        # server then ends on its own at its slot's end)
+        _stop_servers(parts, current)
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGTERM, ended)
+    result = _rounds(module, parts, begin, current)
     if _read_pid(runner) == os.getpid():
         _unlink(runner)
-    module.exit_json(changed=False, measurements=measurements, server_errors=server_errors, round_seconds=spent,
-                     msg="%d round(s): %d measurement(s), %d failed, %d server(s) did not start" % (
-                         len(parts), len(measurements), sum(1 for m in measurements if m["error"]),
-                         len(server_errors)))
+    module.exit_json(**dict(result, **clock))
+
+
+def _detach(module, runner, parts, begin, bound):
+    """Start the rounds in a process of their own (a new session, its output nowhere, named RUNNER_NAME) that writes
+    its result to a file and ends by ``bound`` whatever happens; RV(job) names it for O(mode=collect)."""
+    job = os.path.basename(runner)[:-4]
+    pidpath, jobpath, resultpath = _job_paths(job)
+    for path in (resultpath, jobpath):
+        _unlink(path)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the forked runner (tested through the module on namespace hosts)
+        code = 1
+        try:
+            os.close(read)
+            os.setsid()
+            if os.fork():
+                os._exit(0)
+            code = _detached(module, parts, begin, bound, write, pidpath, resultpath)
+        finally:
+            os._exit(code)
+    os.close(write)
+    os.waitpid(child, 0)
+    with os.fdopen(read) as handle:
+        said = handle.read()
+    if not said.strip().isdigit():
+        module.fail_json(msg="the rounds run did not start: %s" % (said.strip() or "(no word from it)"))
+    pid = int(said.strip())
+    _write_json(jobpath, dict(pid=pid, bound=bound, rounds=len(parts)))
+    return dict(job=job, pid=pid)
+
+
+class _RunnerFailure(Exception):
+    """fail_json inside the detached run (its output goes nowhere): the message for the result file."""
+
+
+def _detached(module, parts, begin, bound, write, pidpath, resultpath):  # pragma: no cover - runs forked
+    """The body of the detached run; its exit status."""
+    current, once = {}, threading.Lock()
+    try:
+        os.chdir("/")
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        top = min(os.sysconf("SC_OPEN_MAX"), 1 << 20) if hasattr(os, "sysconf") else 1024
+        os.closerange(3, write)
+        os.closerange(write + 1, max(write + 1, top))
+        with open("/proc/self/comm", "w") as handle:
+            handle.write(RUNNER_NAME)
+        with open(pidpath, "w") as handle:
+            handle.write("%d\n" % os.getpid())
+    except (IOError, OSError, ValueError) as exc:
+        os.write(write, ("could not detach: %s" % exc).encode("utf-8"))
+        return 1
+    os.write(write, b"%d" % os.getpid())
+    os.close(write)
+
+    def fail(msg=None, **_kwargs):
+        raise _RunnerFailure(msg)
+    module.fail_json = fail  # the AnsiballZ files are gone, and so is anybody to read what it prints
+
+    def finish(result, code):
+        """Once (the main loop, the watchdog and a signal may all end the run): stop the servers and this run's
+        own children (an iperf3 client, a ping), write the result, end."""
+        if not once.acquire(False):
+            return
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            if current.get("probes") is not None and "probes" not in result:
+                result = dict(result, probes=current["probes"])
+            _stop_servers(parts, current)
+            try:
+                os.killpg(os.getpgid(0), signal.SIGTERM)  # the session's group: this run and what it ran
+            except OSError:
+                pass
+            _write_json(resultpath, result)
+            if _read_pid(pidpath) == os.getpid():
+                _unlink(pidpath)
+        finally:
+            os._exit(code)
+
+    def ended(signum, _frame):
+        finish(dict(failed=True, msg="the rounds run was stopped (signal %d)" % signum), 128 + signum)
+    signal.signal(signal.SIGTERM, ended)
+    watchdog = threading.Timer(max(1.0, bound - time.time()), finish,
+                               (dict(failed=True, msg="the rounds run did not end by its bound"), 1))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        result = _rounds(module, parts, begin, current)
+    except _RunnerFailure as exc:
+        result = dict(failed=True, msg="the rounds run failed: %s" % exc)
+    except Exception as exc:  # pylint: disable=broad-except
+        result = dict(failed=True, msg="the rounds run failed: %s: %s" % (type(exc).__name__, exc))
+    finish(result, 0)
+    return 0
+
+
+def collect(module):
+    """Wait for the detached rounds run O(job) to end (at most O(wait) seconds this call) and return its result."""
+    job = module.params["job"]
+    if not JOB_PATTERN.fullmatch(job or ""):
+        module.fail_json(msg="job: %r is not a rounds job (as mode=rounds with detach returns it)" % job)
+    pidpath, jobpath, resultpath = _job_paths(job)
+    until = time.time() + module.params["wait"]
+    try:
+        info = _read_json(jobpath)
+        if info is None:
+            module.fail_json(msg="job: no rounds run %s on this node (started elsewhere, or collected already)" % job)
+        pid, bound = int(info["pid"]), float(info["bound"])
+        while True:
+            result = _read_json(resultpath)
+            if result is not None:
+                break
+            if not _runner(pid):
+                result = _read_json(resultpath)  # it may have ended just now
+                if result is None:
+                    _unlink(jobpath)
+                    module.fail_json(msg="the rounds run %s (pid %d) ended without a result (killed?)" % (job, pid))
+                break
+            if time.time() > bound + 15:
+                stop_runner(pidpath)
+                _unlink(jobpath)
+                module.fail_json(msg="the rounds run %s (pid %d) did not end by its bound" % (job, pid))
+            if time.time() >= until:
+                module.exit_json(changed=False, job=job, finished=False,
+                                 msg="the rounds run %s goes on (until %s at the latest)" % (
+                                     job, time.strftime("%H:%M:%S", time.localtime(bound))))
+            time.sleep(0.2)
+    except (ValueError, KeyError, TypeError) as exc:
+        module.fail_json(msg="job %s: unreadable: %s" % (job, exc))
+    for path in (resultpath, jobpath):
+        _unlink(path)
+    kept = dict((k, v) for k, v in result.items() if k in RESULT_KEYS)
+    if result.get("failed"):
+        kept.pop("msg", None)
+        module.fail_json(msg=str(result.get("msg")), job=job, finished=True, **kept)
+    module.exit_json(job=job, finished=True, **kept)
+
+
+RESULT_KEYS = ("changed", "measurements", "server_errors", "round_seconds", "probes", "probes_error", "msg")
 
 
 def _unlink(path):
@@ -574,8 +918,15 @@ def halt(module):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            mode=dict(type="str", choices=["server", "client", "stop", "rounds"], required=True),
+            mode=dict(type="str", choices=["server", "client", "stop", "rounds", "collect"], required=True),
             rounds=dict(type="list", elements="raw"),
+            detach=dict(type="bool", default=False),
+            start_at=dict(type="float"),
+            controller_time=dict(type="float"),
+            job=dict(type="str"),
+            ping_targets=dict(type="list", elements="dict"),
+            ping_count=dict(type="int", default=3),
+            wait=dict(type="float", default=30),
             round_timeout=dict(type="float"),
             start_skew=dict(type="float", default=0),
             bind=dict(type="str"),
@@ -589,13 +940,18 @@ def main():
             latency_interval=dict(type="float", default=0.2),
             latency_idle_count=dict(type="int", default=10),
         ),
-        required_if=[("mode", "server", ("bind",)), ("mode", "client", ("server",)), ("mode", "rounds", ("rounds",))],
+        required_if=[("mode", "server", ("bind",)), ("mode", "client", ("server",)), ("mode", "rounds", ("rounds",)),
+                     ("mode", "collect", ("job",))],
         supports_check_mode=True,
     )
     params = module.params
     for key, low, high in (("port", 1, 65535), ("duration", 1, 3600), ("streams", 1, 128)):
         if not low <= params[key] <= high:
             module.fail_json(msg="%s: %r is outside %d..%d" % (key, params[key], low, high))
+    if not 1 <= params["wait"] <= 3600:
+        module.fail_json(msg="wait: %r is outside 1..3600 seconds" % params["wait"])
+    if not 1 <= params["ping_count"] <= 100:
+        module.fail_json(msg="ping_count: %r is outside 1..100" % params["ping_count"])
     if not 1 <= params["latency_idle_count"] <= 1000:
         module.fail_json(msg="latency_idle_count: %r is outside 1..1000" % params["latency_idle_count"])
     if not 0.002 <= params["latency_interval"] <= 10:
@@ -607,7 +963,12 @@ def main():
                              % params["round_timeout"])
     if not 0 <= params["start_skew"] <= 3600:
         module.fail_json(msg="start_skew: %r is outside 0..3600 seconds" % params["start_skew"])
-    {"server": serve, "client": measure, "stop": halt, "rounds": run_rounds}[params["mode"]](module)
+    for key in ("start_at", "controller_time"):
+        if params[key] is not None and not 0 < params[key] < 2 ** 33:
+            module.fail_json(msg="%s: %r is not a time (seconds since 1970)" % (key, params[key]))
+    if params["detach"] and params["mode"] != "rounds":
+        module.fail_json(msg="detach: only rounds mode runs detached, not mode=%s" % params["mode"])
+    {"server": serve, "client": measure, "stop": halt, "rounds": run_rounds, "collect": collect}[params["mode"]](module)
 
 
 if __name__ == "__main__":

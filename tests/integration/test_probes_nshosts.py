@@ -185,6 +185,49 @@ def test_repeated_runs_find_goodput_that_swings(ansible_env, testbed, tmp_path):
     assert "(run 2 of 2)" in (tmp_path / "report" / "report.md").read_text()
 
 
+def test_a_first_host_outside_the_plan_and_one_without_iperf3(ansible_env, testbed, tmp_path):
+    """The first host of the play has no training attachment (a head node listed first): the start time the play
+    agrees on once still reaches the others, which measure their 3 pairs. A node whose PATH has no iperf3 cannot
+    start its rounds: that is PROBE-004 on it alone, its full-size pings still run (their own task), and its peers
+    go on."""
+    # slots of 6 s: a peer that never comes costs its slot
+    inv = inventory(testbed, tmp_path, fabric_probes=["jumbo", "throughput"], fabric_probe_server_lifetime=6)
+    with open(inv) as handle:
+        data = json.load(handle)
+    names = testbed.names
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ("ping", "timeout", "setsid", "sh"):
+        os.symlink(subprocess.run(["sh", "-c", "command -v %s" % tool], capture_output=True, text=True,
+                                  check=True).stdout.strip(), str(bindir / tool))
+    # the module looks for iperf3 on PATH and in the sbin folders; this host's PATH is the folder above
+    interpreter = bindir / "python3"
+    interpreter.write_text('#!/bin/sh\nPATH=%s exec /usr/bin/python3 "$@"\n' % bindir)
+    interpreter.chmod(0o755)
+    data["all"]["hosts"][names[3]]["ansible_python_interpreter"] = str(interpreter)
+    with open(inv, "w") as handle:
+        json.dump(data, handle)
+    first = ["ip", "-n", names[0], "addr", "%s", testbed.train_address(1) + "/24", "dev", "eth1"]
+    subprocess.run([a.replace("%s", "del") for a in first], check=True)  # host 1: no training address
+    try:
+        done = audit(ansible_env, inv, "--tags", "probes")
+    finally:
+        subprocess.run([a.replace("%s", "add") for a in first], check=True)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    measured = sorted(tuple(sorted((m["host"], m["peer"]))) for m in report["measurements"]
+                      if m["kind"] == "throughput" and m.get("gbps"))
+    assert measured == [(names[1], names[2])], measured  # the pairs with host 4 lost: it could not start
+    failed = [f for f in report["findings"] if f["id"] == "PROBE-004" and f["host"] != names[0]]
+    assert failed and all(f["host"] == names[3] or f["evidence"].get("peer") == names[3] for f in failed), [
+        (f["host"], f["message"]) for f in failed]
+    assert any("iperf3" in f["message"] for f in failed if f["host"] == names[3]), [f["message"] for f in failed]
+    assert not any("full-size pings did not run" in f["message"] for f in failed)
+    pinged = [m for m in report["measurements"] if m["kind"] == "jumbo" and m["host"] == names[3]]
+    assert pinged, "host 4's full-size pings did not run"
+    assert ours() == []
+
+
 def test_probes_are_opt_in(ansible_env, testbed, tmp_path):
     done = audit(ansible_env, inventory(testbed, tmp_path))
     assert done.returncode == 0, done.stdout[-3000:]
@@ -211,16 +254,20 @@ def test_a_server_nobody_stops_ends_on_its_own(ansible_env, testbed, tmp_path):
 
 
 def runners():
-    """The rounds runs of throughput_probe on this machine (every namespace host shares its process table)."""
+    """The rounds runs of throughput_probe on this machine (every namespace host shares its process table): a detached
+    run by the name it gives itself, one under Ansible's async wrapper by its command line."""
     found = []
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
                 with open("/proc/%s/cmdline" % pid, "rb") as handle:
-                    if b"throughput_probe" in handle.read() and int(pid) != os.getpid():
-                        found.append(int(pid))
+                    argv = handle.read()
+                with open("/proc/%s/comm" % pid, "rb") as handle:
+                    comm = handle.read().strip()
             except OSError:
-                pass
+                continue
+            if (b"throughput_probe" in argv or comm == b"gpuops-rounds") and int(pid) != os.getpid():
+                found.append(int(pid))
     return found
 
 

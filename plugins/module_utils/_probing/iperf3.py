@@ -127,3 +127,24 @@ def stop(pid, grace=2.0):
                 return True
             time.sleep(0.05)
     return True
+
+
+def servers_on(binds, proc="/proc"):
+    """The process groups of probe servers (ours) bound to one of ``binds``: found by their command lines, so that
+    a run stopped while it was starting a server (its group not known yet) leaves none behind."""
+    wanted, groups = set(binds), set()
+    try:
+        pids = [int(name) for name in os.listdir(proc) if name.isdigit()]
+    except OSError:
+        return []
+    for pid in pids:
+        argv = cmdline(pid)
+        if "-s" not in argv or "-B" not in argv or not ours(pid):
+            continue
+        index = argv.index("-B")
+        if index + 1 < len(argv) and argv[index + 1] in wanted:
+            try:
+                groups.add(os.getpgid(pid))
+            except OSError:
+                pass
+    return sorted(groups)

@@ -9,8 +9,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ipaddress
 import math
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 IPV4_HEADERS = 28   # 20 bytes IPv4 + 8 bytes ICMP
 IPV6_HEADERS = 48   # 40 bytes IPv6 + 8 bytes ICMPv6
@@ -58,6 +60,63 @@ def judge_ping(jumbo, small):
     if small.get("received"):
         return "mtu"
     return "unreachable" if small.get("received") is not None else "error"
+
+
+TARGET_TYPES = (("peer", str, True), ("address", str, True), ("network", str, True), ("mtu", int, True),
+                ("source", str, False), ("interface", str, False), ("interface_mtu", int, False),
+                ("peer_interface", str, False), ("peer_mtu", int, False))
+
+
+def check_targets(targets, where="targets"):
+    """Why a list of ping targets (as gpuops.fabric.probe_plan gives them) is not one, naming the entry and key; None
+    when it is."""
+    if not isinstance(targets, list):
+        return "%s: %r is not a list" % (where, targets)
+    for index, target in enumerate(targets):
+        if not isinstance(target, dict):
+            return "%s[%d]: %r is not a dict" % (where, index, target)
+        for key, kind, required in TARGET_TYPES:
+            value = target.get(key)
+            if value is None:
+                if required:
+                    return "%s[%d].%s: missing" % (where, index, key)
+            elif not isinstance(value, kind) or isinstance(value, bool):
+                return "%s[%d].%s: %r is not a%s" % (where, index, key, value, "n integer" if kind is int else " string")
+        if not 68 <= target["mtu"] <= 65535:
+            return "%s[%d].mtu: %r is outside 68..65535" % (where, index, target["mtu"])
+    return None
+
+
+def probe_path(run, ping, target, count, wait):
+    """Full-size, then small pings from this node to ``target`` (``run``: AnsibleModule.run_command): the target with
+    its payload, status (judge_ping), and both parts' summaries."""
+    try:
+        version = ipaddress.ip_address(target["address"]).version
+    except ValueError:
+        return dict(target, payload=None, status="error", jumbo={}, small={},
+                    error="address %r is not an IP address" % target["address"])
+    size = payload(target["mtu"], version)
+    out = {}
+    for kind, length in (("jumbo", size), ("small", 56)):
+        _rc, stdout, stderr = run(ping_argv(ping, target["address"], length, version, count, wait, target.get("source")))
+        out[kind] = parse_ping(stdout + "\n" + stderr)
+        if out[kind]["sent"] is None:
+            out[kind]["output"] = (stdout + stderr).strip()[-300:]
+    return dict(target, payload=size, status=judge_ping(out["jumbo"], out["small"]), jumbo=out["jumbo"],
+                small=out["small"])
+
+
+def probe_paths(run, ping, targets, count=3, wait=1.0, parallel=8):
+    """probe_path for every target, ``parallel`` at once, in the targets' order."""
+    if not targets:
+        return []
+    with ThreadPoolExecutor(max_workers=min(parallel, len(targets))) as pool:
+        return list(pool.map(lambda t: probe_path(run, ping, t, count, wait), targets))
+
+
+def said_paths(probes):
+    bad = [p for p in probes if p["status"] != "ok"]
+    return "%d of %d path(s) carry full-size frames" % (len(probes) - len(bad), len(probes))
 
 
 # ---- latency (round-trip times at idle and under load) ------------------------------------------------------------
