@@ -81,6 +81,34 @@ def parse_aer(text):
             "by_type": dict(sorted((k, v) for k, v in by_type.items() if v))}
 
 
+# /proc/net/dev's columns (net/core/net-procfs.c, dev_seq_printf_stats): some are one statistics file, some the sum
+# of several. A sum of 0 says each of its files reads 0; only a sum above 0 needs the files, to say which.
+NET_DEV_COLUMNS = ("rx_bytes", "rx_packets", "rx_errors", "rx_drop", "rx_fifo_errors", "rx_frame", "rx_compressed",
+                   "multicast", "tx_bytes", "tx_packets", "tx_errors", "tx_dropped", "tx_fifo_errors", "collisions",
+                   "tx_carrier", "tx_compressed")
+NET_DEV_SUMS = {"rx_drop": ("rx_dropped", "rx_missed_errors"),
+                "rx_frame": ("rx_length_errors", "rx_over_errors", "rx_crc_errors", "rx_frame_errors"),
+                "tx_carrier": ("tx_carrier_errors", "tx_aborted_errors")}  # (+ tx_window, tx_heartbeat: not kept)
+NET_DEV_MAX_LINES = 65536
+
+
+def parse_proc_net_dev(text):
+    """/proc/net/dev as {interface: {column: value}} (NET_DEV_COLUMNS); a line that is not ``<name>: <16 counters>``
+    is left out (the two header lines among them), and so is its interface: its files are read instead."""
+    found = {}
+    for line in (text or "").splitlines()[:NET_DEV_MAX_LINES]:
+        # the name ends at the last colon ("eth0:123" on old kernels; "tun1:1:" where aliases were listed)
+        name, sep, rest = line.rpartition(":")
+        name = name.strip()
+        if not sep or not name or " " in name or "|" in line:
+            continue
+        values = [parse_counter(field) for field in rest.split()]
+        if len(values) != len(NET_DEV_COLUMNS) or None in values:
+            continue
+        found[name] = dict(zip(NET_DEV_COLUMNS, values))
+    return found
+
+
 def parse_proc_snmp_tcp(text):
     """The Tcp counters of /proc/net/snmp (a header line of names, then a line of values): {in_segs, out_segs,
     retrans_segs, in_errs}, None for a field absent or not a number; None when there is no Tcp pair."""
@@ -120,12 +148,18 @@ class CountersMixin:
             "interfaces": {}, "aer": {}, "rdma": {},
             "tcp": parse_proc_snmp_tcp(self.read(self.path("proc/net/snmp"), quiet=True)),
         }
+        # one read for the statistics of every interface (the kernel's own sums), where the root has it
+        netdev = parse_proc_net_dev(self.read(self.path("proc/net/dev"), quiet=True))
         for name, dev in sorted(self.topo.netdevs.items()):
             if dev.kind not in COUNTED_KINDS:
                 continue
             target = self.resolve(self.path("sys/class/net", name))
             values = self._counter_files(target, CARRIER_FILES)
-            values.update(self._counter_files(os.path.join(target, "statistics"), NET_STATISTICS))
+            statistics = os.path.join(target, "statistics")
+            if name in netdev:
+                values.update(self._netdev_statistics(statistics, netdev[name]))
+            else:
+                values.update(self._counter_files(statistics, NET_STATISTICS))
             if any(v is not None for v in values.values()):
                 counters["interfaces"][name] = dict(values, kind=dev.kind)
         for address in sorted(self._aer_devices()):
@@ -167,6 +201,17 @@ class CountersMixin:
                 self.warn("%s: %r is not a counter, ignored" % (path, text[:40]))
             values[name] = value
         return values
+
+    def _netdev_statistics(self, directory, row):
+        """NET_STATISTICS of one interface from its /proc/net/dev ``row``: the columns that are one file each, and
+        for a sum the files behind it, read only when the sum is above 0 (else each is 0)."""
+        values = dict((key, row[key]) for key in NET_STATISTICS if key in row)
+        for column, names in sorted(NET_DEV_SUMS.items()):
+            if row[column]:
+                values.update(self._counter_files(directory, names))
+            else:
+                values.update((key, 0) for key in names)
+        return dict((key, values.get(key)) for key in NET_STATISTICS)
 
     def _aer_devices(self):
         """GPUs, accelerators, NICs and RDMA functions (by class: the devices are classified later), and every

@@ -148,3 +148,99 @@ def test_bad_counter_files_are_warnings(tmp_path):
     warnings = "\n".join(facts["warnings"])
     assert "carrier_changes: 'lots' is not a counter" in warnings and "rx_errors" in warnings
     assert "tx_errors: not a regular file" in warnings
+
+
+def test_this_machine_s_statistics_from_proc_net_dev_are_its_files():
+    """On the live machine the interface statistics come from one read of /proc/net/dev (the kernel's sums), with
+    the files behind a sum read only where it is above 0. Every value lies between the files read just before and
+    just after (the counters only grow), for every interface counted."""
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.counters import (
+        parse_proc_net_dev,
+    )
+    reader = SysfsReader("/")
+    names = [n for n in os.listdir("/sys/class/net") if os.path.isdir("/sys/class/net/%s/statistics" % n)]
+    assert names
+    for name in names:
+        directory = "/sys/class/net/%s/statistics" % name
+        before = reader._counter_files(directory, NET_STATISTICS)
+        with open("/proc/net/dev") as handle:
+            row = parse_proc_net_dev(handle.read())[name]
+        derived = reader._netdev_statistics(directory, row)
+        after = reader._counter_files(directory, NET_STATISTICS)
+        for key in NET_STATISTICS:
+            assert before[key] <= derived[key] <= after[key], (name, key, before[key], derived[key], after[key])
+        assert before["rx_dropped"] + before["rx_missed_errors"] <= row["rx_drop"] <= after["rx_dropped"] + \
+            after["rx_missed_errors"]
+    assert reader.topo.warnings == []
+
+
+def write_interface(root, name, statistics, proc_net_dev):
+    net = root / "sys" / "devices" / "pci0000:00" / "0000:00:03.0" / "net" / name
+    (net / "statistics").mkdir(parents=True)
+    (root / "sys" / "class" / "net").mkdir(parents=True, exist_ok=True)
+    os.symlink(os.path.relpath(str(net), str(root / "sys" / "class" / "net")), str(root / "sys" / "class" / "net" / name))
+    (net / "type").write_text("1\n")
+    for key, value in statistics.items():
+        (net / "statistics" / key).write_text("%s\n" % value)
+    (root / "proc" / "net").mkdir(parents=True, exist_ok=True)
+    (root / "proc" / "net" / "dev").write_text(proc_net_dev)
+
+
+HEADER = ("Inter-|   Receive                                                |  Transmit\n"
+          " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier "
+          "compressed\n")
+
+
+def test_a_sum_above_zero_reads_its_files_and_a_zero_sum_none(tmp_path):
+    """Hand-written: /proc/net/dev says eth9 received 3 frames with errors (frame column) and dropped none; the
+    files say which (2 CRC, 1 length). A file behind a sum of 0 is not read: its junk gives no warning."""
+    root = tmp_path / "root"
+    write_interface(root, "eth9", {"rx_crc_errors": 2, "rx_length_errors": 1, "rx_over_errors": 0,
+                                   "rx_frame_errors": 0, "rx_dropped": "junk", "rx_missed_errors": "junk"},
+                    HEADER + "  eth9: 1000 10 3 0 4 3 0 0 2000 20 1 5 0 6 0 0\n")
+    facts = gather(root=str(root), gather_subset=["counters"])
+    entry = facts["counters"]["interfaces"]["eth9"]
+    assert (entry["rx_crc_errors"], entry["rx_length_errors"], entry["rx_over_errors"], entry["rx_frame_errors"]) == (
+        2, 1, 0, 0)
+    assert entry["rx_dropped"] == 0 and entry["rx_missed_errors"] == 0  # the sum is 0: the junk files unread
+    assert (entry["rx_packets"], entry["rx_errors"], entry["rx_fifo_errors"], entry["tx_errors"], entry["tx_dropped"],
+            entry["collisions"], entry["tx_carrier_errors"]) == (10, 3, 4, 1, 5, 6, 0)
+    assert facts["warnings"] == []
+
+
+@pytest.mark.parametrize("line", [
+    "  eth9: 1 2 3\n",                                  # too few columns
+    "  eth9: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 -1\n",  # not a counter
+    "  eth9: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17\n",
+    "  eth9 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n",    # no colon
+    "",
+])
+def test_an_odd_proc_net_dev_line_falls_back_to_the_files(tmp_path, line):
+    root = tmp_path / "root"
+    write_interface(root, "eth9", {"rx_packets": 7, "rx_crc_errors": 1}, HEADER + line)
+    entry = gather(root=str(root), gather_subset=["counters"])["counters"]["interfaces"]["eth9"]
+    assert entry["rx_packets"] == 7 and entry["rx_crc_errors"] == 1 and entry["tx_packets"] is None
+
+
+def test_real_proc_net_dev_captures():
+    """tests/fixtures/realdata/procfs-net-dev-captures (PROVENANCE.md): every line of 16 counters is an interface,
+    in the kernel's format and the older one without a space after the colon; the columns land where the kernel puts
+    them."""
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.counters import (
+        parse_proc_net_dev,
+    )
+    nmon = parse_proc_net_dev(text("procfs-net-dev-captures", "nmon-lmon-comment.txt"))
+    assert sorted(nmon) == ["eth0", "eth1", "lo", "sit0"]
+    assert nmon["eth0"]["tx_errors"] == 781 and nmon["eth0"]["tx_carrier"] == 781 and nmon["eth0"]["tx_bytes"] == 458718
+    centos = parse_proc_net_dev(text("procfs-net-dev-captures", "gopsutil-pr28-centos64.txt"))
+    assert centos["eth1"]["rx_bytes"] == 79088109 and centos["eth1"]["tx_packets"] == 234067
+    kvm = parse_proc_net_dev(text("procfs-net-dev-captures", "netdata-4536-kvm-host.txt"))
+    assert kvm["br0"]["rx_drop"] == 17015 and kvm["br0"]["tx_bytes"] == 2134643924982
+    aliases = parse_proc_net_dev(text("procfs-net-dev-captures", "gopsutil-pr317-alias-ifaces.txt"))
+    assert aliases["tun999999"]["tx_dropped"] == 15 and aliases["eth0"]["rx_packets"] == 764654426
+    assert "tun10001:1" in aliases and "tun10001:2" not in aliases  # its line was cut short in the post
+    for name in ("node-exporter-fixture.txt", "pyproc-pn-dev.txt") + tuple(
+            n for n in os.listdir(os.path.join(DATA, "procfs-net-dev-captures")) if n.endswith(".txt")):
+        captured = text("procfs-net-dev-captures", name)
+        whole = [line for line in captured.splitlines() if "|" not in line and len(line.rpartition(":")[2].split()) == 16]
+        assert len(parse_proc_net_dev(captured)) == len(whole), name
