@@ -111,9 +111,11 @@ def coverage(rounds, hosts, switch_of=None):
 
 
 # ---- probe targets from facts and intent ------------------------------------------------------------------
-def _address_on(facts, network):
-    """(interface, ip) of this host's address in the network's subnet (IPv4 first), or (None, None)."""
-    for key, subnet in (("ipv4", network.get("subnet")), ("ipv6", network.get("subnet6"))):
+def _addresses_on(facts, network):
+    """{IP version: (interface, ip)} of this host's addresses in the network's subnet and subnet6 (the first of
+    each)."""
+    found = {}
+    for version, key, subnet in ((4, "ipv4", network.get("subnet")), (6, "ipv6", network.get("subnet6"))):
         if subnet is None:
             continue
         subnet = ipaddress.ip_network(str(subnet), strict=False)
@@ -123,9 +125,18 @@ def _address_on(facts, network):
                     address = ipaddress.ip_interface(text)
                 except ValueError:
                     continue
-                if address.ip in subnet:
-                    return nic["name"], address.ip
-    return None, None
+                if address.ip in subnet and version not in found:
+                    found[version] = (nic["name"], address.ip)
+    return found
+
+
+def _common(client, server):
+    """The (client, server) (interface, ip) pairs of one IP version both hosts have on the network (IPv4 first), or
+    None: a client cannot reach an IPv4 server from an IPv6 address."""
+    for version in (4, 6):
+        if version in client and version in server:
+            return client[version], server[version]
+    return None
 
 
 def _flow_speed(facts, iface):
@@ -173,9 +184,9 @@ def targets(inputs, throughput_roles=("training", "storage"), networks=None, all
         where = {}
         for host in sorted(inputs):
             facts = inputs[host].get("facts") or {}
-            iface, ip = _address_on(facts, network)
-            if ip is not None:
-                where[host] = (iface, ip)
+            addresses = _addresses_on(facts, network)
+            if addresses:
+                where[host] = addresses
             elif name in (inputs[host].get("attachments") or {}):
                 missing.setdefault(host, []).append(
                     "not probed on %s: no address in %s on this host" % (
@@ -184,25 +195,40 @@ def targets(inputs, throughput_roles=("training", "storage"), networks=None, all
         chosen = plan(list(where), switch_of, all_pairs_max)
         plans[name] = {"kind": chosen["kind"], "hosts": chosen["hosts"], "rounds": len(chosen["rounds"]),
                        "pairs": chosen["pairs"], "max_pairs_per_round": chosen["max_pairs_per_round"]}
+        # a pair of hosts with no IP version in common (one only IPv4, the other only IPv6) is not measured: both
+        # are told why
+        pairs_of = []
         for pairs in chosen["rounds"]:
+            kept = []
             for client, server in pairs:
-                mtu, _basis = _mtu(network, inputs[client]["facts"], where[client][0])
+                common = _common(where[client], where[server])
+                if common is None:
+                    for host, peer in ((client, server), (server, client)):
+                        missing.setdefault(host, []).append(
+                            "not probed with %s on %s: no IP version in common (this host IPv%s, the peer IPv%s)" % (
+                                peer, name, "/".join(str(v) for v in sorted(where[host])),
+                                "/".join(str(v) for v in sorted(where[peer]))))
+                    continue
+                kept.append((client, server, common))
+            pairs_of.append(kept)
+        for pairs in pairs_of:
+            for client, server, ((c_iface, c_ip), (s_iface, s_ip)) in pairs:
+                mtu, _basis = _mtu(network, inputs[client]["facts"], c_iface)
                 jumbo.setdefault(client, []).append({
-                    "peer": server, "address": str(where[server][1]), "network": name, "mtu": mtu,
-                    "source": str(where[client][1]),
-                    "interface": where[client][0], "interface_mtu": _iface_mtu(inputs[client]["facts"], where[client][0]),
-                    "peer_interface": where[server][0],
-                    "peer_mtu": _iface_mtu(inputs[server]["facts"], where[server][0])})
+                    "peer": server, "address": str(s_ip), "network": name, "mtu": mtu,
+                    "source": str(c_ip),
+                    "interface": c_iface, "interface_mtu": _iface_mtu(inputs[client]["facts"], c_iface),
+                    "peer_interface": s_iface,
+                    "peer_mtu": _iface_mtu(inputs[server]["facts"], s_iface)})
         if network.get("role", name) not in throughput_roles:
             continue
         plans[name]["runs"] = repeat
-        for pairs in chosen["rounds"]:
+        for pairs in pairs_of:
             entries = {}
             # a port per round: a node that ran ahead of its peer meets no server of an earlier round (which would
             # turn it away as busy), only a refused connection, which it tries again
             round_port = port + len(rounds)
-            for client, server in pairs:
-                (c_iface, c_ip), (s_iface, s_ip) = where[client], where[server]
+            for client, server, ((c_iface, c_ip), (s_iface, s_ip)) in pairs:
                 c_facts, s_facts = inputs[client]["facts"], inputs[server]["facts"]
                 mtu, mtu_basis = _mtu(network, c_facts, c_iface)
                 if network.get("speed_mbps"):

@@ -1,6 +1,7 @@
 """Probe plans: rounds of disjoint pairs; all pairs for small inventories; a bounded plan that covers every host
 (as client and server) and every switch for large ones."""
 
+import ipaddress
 import itertools
 
 import pytest
@@ -157,3 +158,32 @@ def test_targets_switch_to_the_bounded_plan():
     out = targets(inputs, all_pairs_max=32)
     assert out["plans"]["training"]["kind"] == "bounded" and out["plans"]["training"]["rounds"] == 3
     assert all(len([e for e in r.values() if e["role"] == "client"]) == 20 for r in out["throughput"])
+
+
+def test_a_dual_stack_network_pairs_hosts_by_an_ip_version_both_have():
+    """Hand-written: training has subnet and subnet6. n1 and n2 have both, n3 only IPv6, n4 only IPv4. Each pair
+    uses IPv4 where both have it, else IPv6; n3 with n4 share none: not measured, both told why (a client bound
+    to an IPv6 address cannot reach an IPv4 server)."""
+    def host(index, v4=True, v6=True):
+        entry = _host(index, address=v4)
+        entry["facts"]["nics"][0]["ipv6"] = ["2001:db8:1::%d/64" % index] if v6 else []
+        entry["networks"]["training"]["subnet6"] = "2001:db8:1::/64"
+        return entry
+    inputs = {"n1": host(1), "n2": host(2), "n3": host(3, v4=False), "n4": host(4, v6=False)}
+    out = targets(inputs)
+    used = {}
+    for entries in out["throughput"]:
+        for entry in entries.values():
+            if entry["role"] == "client":
+                assert ipaddress.ip_address(entry["bind"]).version == ipaddress.ip_address(entry["server"]).version
+                used[frozenset((entry["bind"], entry["server"]))] = entry
+    for ts in out["jumbo"].values():
+        for t in ts:
+            assert ipaddress.ip_address(t["source"]).version == ipaddress.ip_address(t["address"]).version, t
+    pairs = sorted(tuple(sorted((e["peer"], [h for h in inputs if e["bind"].endswith(h[1:])][0]))) for e in used.values())
+    assert pairs == [("n1", "n2"), ("n1", "n3"), ("n1", "n4"), ("n2", "n3"), ("n2", "n4")]
+    assert frozenset(("198.18.1.1", "198.18.1.2")) in used       # IPv4 first where both have it
+    assert frozenset(("2001:db8:1::1", "2001:db8:1::3")) in used  # else IPv6
+    assert out["missing"] == {
+        "n3": ["not probed with n4 on training: no IP version in common (this host IPv6, the peer IPv4)"],
+        "n4": ["not probed with n3 on training: no IP version in common (this host IPv4, the peer IPv6)"]}
