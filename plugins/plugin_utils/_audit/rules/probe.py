@@ -166,10 +166,21 @@ def probe_errors(ctx):
     if probes.get("throughput_error"):
         ctx.finding("throughput_probe", "the iperf3 rounds did not run: %s" % probes["throughput_error"],
                     {"error": probes["throughput_error"]})
+    # a server per run of a pair (fabric_probe_repeat): one finding for the pair, its ports and errors listed
+    grouped = {}
     for entry in probes.get("server_errors") or []:
-        message = "iperf3 server for %s on %s did not start: %s" % (entry.get("peer"), entry.get("network"),
-                                                                    entry.get("error"))
-        ctx.finding("iperf3 server %s:%s" % (entry.get("bind"), entry.get("port")), message, entry)
+        if isinstance(entry, dict):
+            grouped.setdefault((str(entry.get("bind")), str(entry.get("peer")), str(entry.get("network"))), []).append(entry)
+    for (bind, peer, network), entries in sorted(grouped.items()):
+        entry = entries[0]
+        runs = entry.get("runs") if isinstance(entry.get("runs"), int) and entry.get("runs") > 1 else None
+        message = "iperf3 server for %s on %s did not start%s: %s" % (
+            peer, network, " in %d of %d runs" % (len(entries), runs) if runs else "",
+            "; ".join(sorted(set(str(e.get("error")) for e in entries))))
+        ports = sorted(set(str(e.get("port")) for e in entries))
+        ctx.finding("iperf3 server %s:%s" % (bind, ports[0]) if len(entries) == 1 else "iperf3 server %s for %s" % (
+            bind, peer), message, entry if len(entries) == 1 else dict(entry, ports=ports,
+                                                                       runs=[e.get("run") for e in entries]))
     throughput = probes.get("throughput") if isinstance(probes.get("throughput"), list) else []
     for entries in by_pair(throughput):
         entry = entries[0]

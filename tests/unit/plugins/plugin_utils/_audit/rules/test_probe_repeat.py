@@ -92,6 +92,24 @@ def test_a_failed_run_is_one_finding_per_pair(healthy):
     assert found == []  # the two that ran: 0.935 Gbit/s
 
 
+def test_a_server_that_failed_in_every_run_is_one_finding(healthy):
+    """The server of a pair fails in 2 of 3 runs (the port was taken twice): one finding for the pair with both
+    ports, not one a run; a server of another peer is its own finding."""
+    def failed(run, port, peer="n2", error="bind failed: Address already in use"):
+        return {"role": "server", "bind": "198.18.1.1", "port": port, "peer": peer, "network": "training",
+                "run": run, "runs": 3, "round": run, "error": error}
+    servers = [failed(1, 5201), failed(3, 5207, error="did not listen within 5 s"), failed(2, 5204, peer="n3")]
+    found, _outcome = judge(healthy, probes(server_errors=servers), "PROBE-004")
+    assert len(found) == 2
+    pair = [f for f in found if f["subject"] == "iperf3 server 198.18.1.1 for n2"][0]
+    assert pair["message"] == ("iperf3 server for n2 on training did not start in 2 of 3 runs: bind failed: Address "
+                               "already in use; did not listen within 5 s")
+    assert pair["evidence"]["ports"] == ["5201", "5207"] and pair["evidence"]["runs"] == [1, 3]
+    other = [f for f in found if f["subject"] == "iperf3 server 198.18.1.1:5204"][0]
+    assert other["message"] == "iperf3 server for n3 on training did not start in 1 of 3 runs: bind failed: Address " \
+        "already in use"
+
+
 def test_latency_and_retransmits_per_pair(healthy):
     deep = {"interval": 0.2, "idle": IDLE, "loaded": loaded(20.1, 44.9, 47.0, 48.3), "error": None}
     deeper = {"interval": 0.2, "idle": IDLE, "loaded": loaded(30.0, 60.0, 61.0, 70.2), "error": None}
