@@ -294,6 +294,10 @@ ansible_facts:
               stability (C(link_downed), C(symbol_error), C(port_rcv_errors), C(out_of_sequence), C(np_cnp_sent),
               ...).
             - C(tcp), C(in_segs), C(out_segs), C(retrans_segs) and C(in_errs) of C(/proc/net/snmp).
+            - C(roce_ecn), per physical port with an C(ecn) folder (mlx5), its DCQCN configuration. For
+              C(notification_point) (C(ecn/roce_np), the CNPs it sends for ECN-marked packets) and
+              C(reaction_point) (C(ecn/roce_rp), the slow-down on CNPs) the priorities C(enabled) and those C(read),
+              and for the notification point C(cnp_dscp) and C(cnp_802p_prio). Configuration, not a counter.
             - C(nic_stats), per physical NIC port on a live node (C(root=/)), the driver's own counters from
               C(ethtool -S) whose names say drop, discard, error or pause (C(rx_discards_phy), C(rx_out_of_buffer),
               C(rx_pause_ctrl_phy), C(link_xoff_rx), ...), per-queue ones summed under the name with C(*) for the

@@ -211,6 +211,7 @@ def _counters_fact(counters):
         "aer": dict((a, dict(sorted(v.items()))) for a, v in sorted(counters["aer"].items())),
         "rdma": dict((p, dict(sorted(v.items()))) for p, v in sorted(counters["rdma"].items())),
         "tcp": counters["tcp"],
+        "roce_ecn": dict(sorted(counters.get("roce_ecn", {}).items())),
         # live nodes only (ethtool -S, merge_switch_side): a capture has no driver to ask
         "nic_stats": None,
     }

@@ -130,13 +130,21 @@ def _addresses_on(facts, network):
     return found
 
 
-def _common(client, server):
-    """The (client, server) (interface, ip) pairs of one IP version both hosts have on the network (IPv4 first), or
-    None: a client cannot reach an IPv4 server from an IPv6 address."""
-    for version in (4, 6):
-        if version in client and version in server:
-            return client[version], server[version]
-    return None
+def _one_version(addresses, name):
+    """({host: (interface, ip)} over one IP version, {host: why not probed}) from {host: {version: (interface, ip)}}:
+    a client cannot reach an IPv4 server from an IPv6 address, so a network is probed over the version most of its
+    hosts have (IPv4 on a tie), and a host without it is told so."""
+    counts = dict((v, sum(1 for a in addresses.values() if v in a)) for v in (4, 6))
+    version = 4 if counts[4] >= counts[6] else 6
+    where, left = {}, {}
+    for host, found in sorted(addresses.items()):
+        if version in found:
+            where[host] = found[version]
+        else:
+            left[host] = ("not probed on %s: this host has only IPv%d there, and the network is probed over IPv%d "
+                          "(the version most of its hosts have; %d of %d)" % (
+                              name, 10 - version, version, counts[version], len(addresses)))
+    return where, left
 
 
 def _flow_speed(facts, iface):
@@ -181,38 +189,26 @@ def targets(inputs, throughput_roles=("training", "storage"), networks=None, all
     jumbo, rounds, missing, plans = {}, [], {}, {}
     for name in wanted:
         network = dict(defined[name], name=name)
-        where = {}
+        found = {}
         for host in sorted(inputs):
             facts = inputs[host].get("facts") or {}
             addresses = _addresses_on(facts, network)
             if addresses:
-                where[host] = addresses
+                found[host] = addresses
             elif name in (inputs[host].get("attachments") or {}):
                 missing.setdefault(host, []).append(
                     "not probed on %s: no address in %s on this host" % (
-                        name, network.get("subnet") or network.get("subnet6")))
+                        name, " or ".join(str(network[k]) for k in ("subnet", "subnet6") if network.get(k))))
+        where, left = _one_version(found, name)
+        for host, why in sorted(left.items()):
+            missing.setdefault(host, []).append(why)
         switch_of = dict((h, inputs[h].get("switch")) for h in where if inputs[h].get("switch"))
         chosen = plan(list(where), switch_of, all_pairs_max)
         plans[name] = {"kind": chosen["kind"], "hosts": chosen["hosts"], "rounds": len(chosen["rounds"]),
                        "pairs": chosen["pairs"], "max_pairs_per_round": chosen["max_pairs_per_round"]}
-        # a pair of hosts with no IP version in common (one only IPv4, the other only IPv6) is not measured: both
-        # are told why
-        pairs_of = []
         for pairs in chosen["rounds"]:
-            kept = []
             for client, server in pairs:
-                common = _common(where[client], where[server])
-                if common is None:
-                    for host, peer in ((client, server), (server, client)):
-                        missing.setdefault(host, []).append(
-                            "not probed with %s on %s: no IP version in common (this host IPv%s, the peer IPv%s)" % (
-                                peer, name, "/".join(str(v) for v in sorted(where[host])),
-                                "/".join(str(v) for v in sorted(where[peer]))))
-                    continue
-                kept.append((client, server, common))
-            pairs_of.append(kept)
-        for pairs in pairs_of:
-            for client, server, ((c_iface, c_ip), (s_iface, s_ip)) in pairs:
+                (c_iface, c_ip), (s_iface, s_ip) = where[client], where[server]
                 mtu, _basis = _mtu(network, inputs[client]["facts"], c_iface)
                 jumbo.setdefault(client, []).append({
                     "peer": server, "address": str(s_ip), "network": name, "mtu": mtu,
@@ -223,12 +219,13 @@ def targets(inputs, throughput_roles=("training", "storage"), networks=None, all
         if network.get("role", name) not in throughput_roles:
             continue
         plans[name]["runs"] = repeat
-        for pairs in pairs_of:
+        for pairs in chosen["rounds"]:
             entries = {}
             # a port per round: a node that ran ahead of its peer meets no server of an earlier round (which would
             # turn it away as busy), only a refused connection, which it tries again
             round_port = port + len(rounds)
-            for client, server, ((c_iface, c_ip), (s_iface, s_ip)) in pairs:
+            for client, server in pairs:
+                (c_iface, c_ip), (s_iface, s_ip) = where[client], where[server]
                 c_facts, s_facts = inputs[client]["facts"], inputs[server]["facts"]
                 mtu, mtu_basis = _mtu(network, c_facts, c_iface)
                 if network.get("speed_mbps"):

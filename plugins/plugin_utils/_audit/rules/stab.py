@@ -341,6 +341,31 @@ def rdma_errors(ctx):
                          per_hour=dict((c, win.per_hour(g)) for c, g in sorted(grown.items()))))
 
 
+def _ecn_of(ctx, now, port):
+    """(netdev, its roce_ecn configuration) of an RDMA port "device/n", from the facts; (None, None) unknown."""
+    name, _sep, number = port.partition("/")
+    for device in ctx.facts.get("rdma") or []:
+        if isinstance(device, dict) and device.get("name") == name:
+            for entry in device.get("ports") or []:
+                if isinstance(entry, dict) and str(entry.get("port")) == number and entry.get("netdev"):
+                    config = _section(now, "roce_ecn").get(entry["netdev"])
+                    return entry["netdev"], config
+    return None, None
+
+
+def _ecn_off(netdev, config, point):
+    """" (ecn/roce_np/enable is 0 for priorities 2, 5 on eth0)" where the port's configuration says so, else ""."""
+    part = (config or {}).get(point)
+    if not isinstance(part, dict) or not isinstance(part.get("read"), list):
+        return ""
+    off = sorted(p for p in part["read"] if p not in (part.get("enabled") or []))
+    if not off:
+        return ""
+    folder = "roce_np" if point == "notification_point" else "roce_rp"
+    return " (ecn/%s/enable is 0 for priorit%s %s on %s)" % (
+        folder, "y" if len(off) == 1 else "ies", ", ".join(str(p) for p in off), netdev)
+
+
 @host_rule(
     "STAB-009", "RoCE congestion notifications not acted on", "warn",
     """RoCE's congestion control (DCQCN) works in three steps: a switch queue that fills marks packets with ECN; the
@@ -375,14 +400,19 @@ def roce_congestion(ctx):
         congested = (handled or 0) - (grown["roce_slow_restart_cnps"] or 0)
         evidence = dict(win.evidence(), port=port, counters=dict((c, g) for c, g in sorted(grown.items())
                                                                  if g is not None))
+        netdev, ecn = _ecn_of(ctx, now, port)
+        if ecn:
+            evidence.update(netdev=netdev, roce_ecn=ecn)
         if marked and sent == 0:
             ctx.finding(port, "%s: %d ECN-marked RoCE packets arrived and no CNP was sent %s: this port's "
-                        "notification point is off, so its senders never slow down" % (port, marked, win.said()),
+                        "notification point is off%s, so its senders never slow down" % (
+                            port, marked, win.said(), _ecn_off(netdev, ecn, "notification_point")),
                         dict(evidence, per_hour=win.per_hour(marked)))
         if ignored:
             ctx.finding(port, "%s: %d congestion notifications ignored %s (rp_cnp_ignored): the reaction point is off "
-                        "for the traffic's priority, so this sender does not slow down when the fabric asks" % (
-                            port, ignored, win.said()), dict(evidence, per_hour=win.per_hour(ignored)))
+                        "for the traffic's priority%s, so this sender does not slow down when the fabric asks" % (
+                            port, ignored, win.said(), _ecn_off(netdev, ecn, "reaction_point")),
+                        dict(evidence, per_hour=win.per_hour(ignored)))
         if roce.get("ecn") is False and (congested > 0 or sent):
             ctx.finding(port, "%s: congestion notifications %s (%s) on a fabric fabric_expectations.roce.ecn says runs "
                         "without ECN: a switch marks ECN on the RoCE queue" % (

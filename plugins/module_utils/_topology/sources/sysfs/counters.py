@@ -40,6 +40,10 @@ RDMA_HW_COUNTERS = ("out_of_sequence", "packet_seq_err", "out_of_buffer", "local
                     "resp_cqe_error", "rx_icrc_encapsulated", "np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored",
                     "np_ecn_marked_roce_packets", "roce_adp_retrans", "roce_slow_restart",
                     "roce_slow_restart_cnps")
+# /sys/class/net/<if>/ecn/ (mlx5: DCQCN per priority): roce_np, the notification point that answers ECN-marked
+# packets with CNPs, and roce_rp, the reaction point that slows down on CNPs; enable/<0..7> each 0 or 1
+ECN_POINTS = (("notification_point", "roce_np"), ("reaction_point", "roce_rp"))
+ECN_NP_SETTINGS = ("cnp_dscp", "cnp_802p_prio")
 TCP_FIELDS = (("InSegs", "in_segs"), ("OutSegs", "out_segs"), ("RetransSegs", "retrans_segs"), ("InErrs", "in_errs"))
 _AER_LINE = re.compile(r"^(\S(?:.{0,62}\S)?)\s+([0-9]{1,20})$")
 
@@ -90,13 +94,16 @@ NET_DEV_SUMS = {"rx_drop": ("rx_dropped", "rx_missed_errors"),
                 "rx_frame": ("rx_length_errors", "rx_over_errors", "rx_crc_errors", "rx_frame_errors"),
                 "tx_carrier": ("tx_carrier_errors", "tx_aborted_errors")}  # (+ tx_window, tx_heartbeat: not kept)
 NET_DEV_MAX_LINES = 65536
+# /proc/net/dev is the reading process's network namespace, the sysfs tree the mounter's: a row is taken only where
+# its rx_packets and the file's, read just after, agree (the file no lower, and no more than this higher)
+NET_DEV_AGREE_PACKETS = 10 ** 7
 
 
 def parse_proc_net_dev(text):
     """/proc/net/dev as {interface: {column: value}} (NET_DEV_COLUMNS); a line that is not ``<name>: <16 counters>``
     is left out (the two header lines among them), and so is its interface: its files are read instead."""
     found = {}
-    for line in (text or "").splitlines()[:NET_DEV_MAX_LINES]:
+    for line in (text or "").split("\n")[:NET_DEV_MAX_LINES]:  # split: a name may hold \x1c, \x85 ...
         # the name ends at the last colon ("eth0:123" on old kernels; "tun1:1:" where aliases were listed)
         name, sep, rest = line.rpartition(":")
         name = name.strip()
@@ -145,23 +152,26 @@ class CountersMixin:
         counters = {
             "boot_time": parse_btime(self.read(self.path("proc/stat"), quiet=True)),
             "uptime_s": parse_uptime(self.read(self.path("proc/uptime"), quiet=True)),
-            "interfaces": {}, "aer": {}, "rdma": {},
+            "interfaces": {}, "aer": {}, "rdma": {}, "roce_ecn": {},
             "tcp": parse_proc_snmp_tcp(self.read(self.path("proc/net/snmp"), quiet=True)),
         }
-        # one read for the statistics of every interface (the kernel's own sums), where the root has it
-        netdev = parse_proc_net_dev(self.read(self.path("proc/net/dev"), quiet=True))
+        netdev = self._proc_net_dev()
         for name, dev in sorted(self.topo.netdevs.items()):
             if dev.kind not in COUNTED_KINDS:
                 continue
             target = self.resolve(self.path("sys/class/net", name))
             values = self._counter_files(target, CARRIER_FILES)
             statistics = os.path.join(target, "statistics")
-            if name in netdev:
-                values.update(self._netdev_statistics(statistics, netdev[name]))
+            row = netdev.get(name)
+            if row is not None and self._same_interface(statistics, row):
+                values.update(self._netdev_statistics(statistics, row))
             else:
                 values.update(self._counter_files(statistics, NET_STATISTICS))
             if any(v is not None for v in values.values()):
                 counters["interfaces"][name] = dict(values, kind=dev.kind)
+            ecn = self._roce_ecn(os.path.join(target, "ecn")) if dev.kind == "physical" else None
+            if ecn:
+                counters["roce_ecn"][name] = ecn
         for address in sorted(self._aer_devices()):
             directory = self._pci_dirs.get(address)
             if not directory:
@@ -201,6 +211,42 @@ class CountersMixin:
                 self.warn("%s: %r is not a counter, ignored" % (path, text[:40]))
             values[name] = value
         return values
+
+    trust_proc_net_dev = False  # a capture's proc/net/dev: its moment or machine may not be its sysfs tree's
+
+    def _proc_net_dev(self):
+        """{interface: row} of /proc/net/dev (one read for the statistics of every interface, the kernel's own sums)
+        on the live machine, when it names the same interfaces as /sys/class/net (the same network namespace);
+        else {} (the files are read)."""
+        if not (self.root == "/" or self.trust_proc_net_dev):
+            return {}
+        rows = parse_proc_net_dev(self.read(self.path("proc/net/dev"), quiet=True))
+        if not rows or set(rows) != set(self.entries(self.path("sys/class/net"))):
+            return {}
+        return rows
+
+    def _same_interface(self, directory, row):
+        """Whether the /proc/net/dev ``row`` is this sysfs interface's: its rx_packets file, read after the row, no
+        lower and not far higher."""
+        packets = parse_counter(self.read(os.path.join(directory, "rx_packets"), quiet=True))
+        return packets is not None and 0 <= packets - row["rx_packets"] <= NET_DEV_AGREE_PACKETS
+
+    def _roce_ecn(self, directory):
+        """The DCQCN configuration of a port (mlx5's ecn/ folder): per point the priorities it is enabled for and
+        those read, and the CNPs' DSCP and 802.1p priority; None without the folder."""
+        present = self.entries(directory)
+        if not present:
+            return None
+        found = {}
+        for key, point in ECN_POINTS:
+            if point not in present:
+                continue
+            values = self._counter_files(os.path.join(directory, point, "enable"), [str(p) for p in range(8)])
+            read = sorted(int(p) for p, v in values.items() if v in (0, 1))
+            found[key] = {"enabled": sorted(int(p) for p, v in values.items() if v == 1), "read": read}
+            if point == "roce_np":
+                found[key].update(self._counter_files(os.path.join(directory, point), ECN_NP_SETTINGS))
+        return found or None
 
     def _netdev_statistics(self, directory, row):
         """NET_STATISTICS of one interface from its /proc/net/dev ``row``: the columns that are one file each, and

@@ -152,25 +152,18 @@ def test_bad_counter_files_are_warnings(tmp_path):
 
 def test_this_machine_s_statistics_from_proc_net_dev_are_its_files():
     """On the live machine the interface statistics come from one read of /proc/net/dev (the kernel's sums), with
-    the files behind a sum read only where it is above 0. Every value lies between the files read just before and
-    just after (the counters only grow), for every interface counted."""
-    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.counters import (
-        parse_proc_net_dev,
-    )
+    the files behind a sum read only where it is above 0. Through the whole gather: every value lies between the
+    files read just before and just after (the counters only grow), for every interface counted."""
+    names = sorted(n for n in os.listdir("/sys/class/net") if os.path.isdir("/sys/class/net/%s/statistics" % n))
     reader = SysfsReader("/")
-    names = [n for n in os.listdir("/sys/class/net") if os.path.isdir("/sys/class/net/%s/statistics" % n)]
-    assert names
-    for name in names:
-        directory = "/sys/class/net/%s/statistics" % name
-        before = reader._counter_files(directory, NET_STATISTICS)
-        with open("/proc/net/dev") as handle:
-            row = parse_proc_net_dev(handle.read())[name]
-        derived = reader._netdev_statistics(directory, row)
-        after = reader._counter_files(directory, NET_STATISTICS)
+    assert reader._proc_net_dev(), "/proc/net/dev is this machine's own: it should be used"
+    before = dict((n, reader._counter_files("/sys/class/net/%s/statistics" % n, NET_STATISTICS)) for n in names)
+    counted = gather(root="/", gather_subset=["counters"])["counters"]["interfaces"]
+    after = dict((n, reader._counter_files("/sys/class/net/%s/statistics" % n, NET_STATISTICS)) for n in names)
+    assert counted
+    for name, entry in counted.items():
         for key in NET_STATISTICS:
-            assert before[key] <= derived[key] <= after[key], (name, key, before[key], derived[key], after[key])
-        assert before["rx_dropped"] + before["rx_missed_errors"] <= row["rx_drop"] <= after["rx_dropped"] + \
-            after["rx_missed_errors"]
+            assert before[name][key] <= entry[key] <= after[name][key], (name, key)
     assert reader.topo.warnings == []
 
 
@@ -191,12 +184,19 @@ HEADER = ("Inter-|   Receive                                                |  T
           "compressed\n")
 
 
-def test_a_sum_above_zero_reads_its_files_and_a_zero_sum_none(tmp_path):
+@pytest.fixture
+def trusted(monkeypatch):
+    """A hand-written root's proc/net/dev taken as the live machine's would be (captures' are not)."""
+    monkeypatch.setattr(SysfsReader, "trust_proc_net_dev", True)
+
+
+def test_a_sum_above_zero_reads_its_files_and_a_zero_sum_none(tmp_path, trusted):
     """Hand-written: /proc/net/dev says eth9 received 3 frames with errors (frame column) and dropped none; the
     files say which (2 CRC, 1 length). A file behind a sum of 0 is not read: its junk gives no warning."""
     root = tmp_path / "root"
     write_interface(root, "eth9", {"rx_crc_errors": 2, "rx_length_errors": 1, "rx_over_errors": 0,
-                                   "rx_frame_errors": 0, "rx_dropped": "junk", "rx_missed_errors": "junk"},
+                                   "rx_frame_errors": 0, "rx_dropped": "junk", "rx_missed_errors": "junk",
+                                   "rx_packets": 10},
                     HEADER + "  eth9: 1000 10 3 0 4 3 0 0 2000 20 1 5 0 6 0 0\n")
     facts = gather(root=str(root), gather_subset=["counters"])
     entry = facts["counters"]["interfaces"]["eth9"]
@@ -215,7 +215,7 @@ def test_a_sum_above_zero_reads_its_files_and_a_zero_sum_none(tmp_path):
     "  eth9 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n",    # no colon
     "",
 ])
-def test_an_odd_proc_net_dev_line_falls_back_to_the_files(tmp_path, line):
+def test_an_odd_proc_net_dev_line_falls_back_to_the_files(tmp_path, line, trusted):
     root = tmp_path / "root"
     write_interface(root, "eth9", {"rx_packets": 7, "rx_crc_errors": 1}, HEADER + line)
     entry = gather(root=str(root), gather_subset=["counters"])["counters"]["interfaces"]["eth9"]
@@ -239,8 +239,37 @@ def test_real_proc_net_dev_captures():
     aliases = parse_proc_net_dev(text("procfs-net-dev-captures", "gopsutil-pr317-alias-ifaces.txt"))
     assert aliases["tun999999"]["tx_dropped"] == 15 and aliases["eth0"]["rx_packets"] == 764654426
     assert "tun10001:1" in aliases and "tun10001:2" not in aliases  # its line was cut short in the post
-    for name in ("node-exporter-fixture.txt", "pyproc-pn-dev.txt") + tuple(
-            n for n in os.listdir(os.path.join(DATA, "procfs-net-dev-captures")) if n.endswith(".txt")):
-        captured = text("procfs-net-dev-captures", name)
-        whole = [line for line in captured.splitlines() if "|" not in line and len(line.rpartition(":")[2].split()) == 16]
-        assert len(parse_proc_net_dev(captured)) == len(whole), name
+    exporter = parse_proc_net_dev(text("procfs-net-dev-captures", "node-exporter-fixture.txt"))
+    assert exporter["eth0"]["rx_bytes"] == 68210035552 and exporter["flannel.1"]["tx_dropped"] == 64
+    assert "ibr10:30" in exporter and len(parse_proc_net_dev(text("procfs-net-dev-captures", "pyproc-pn-dev.txt"))) > 0
+
+
+def test_a_drop_or_carrier_sum_reads_its_files(tmp_path, trusted):
+    """Hand-written: receive drop 7 (5 dropped, 2 missed) and transmit carrier 3 (3 carrier errors, the window and
+    heartbeat ones not kept) each read their files; a frame sum of 0 reads none."""
+    root = tmp_path / "root"
+    write_interface(root, "eth9", {"rx_dropped": 5, "rx_missed_errors": 2, "tx_carrier_errors": 3,
+                                   "tx_aborted_errors": 0, "rx_crc_errors": "junk", "rx_packets": 10},
+                    HEADER + "  eth9: 1000 10 0 7 0 0 0 0 2000 20 3 0 0 0 3 0\n")
+    facts = gather(root=str(root), gather_subset=["counters"])
+    entry = facts["counters"]["interfaces"]["eth9"]
+    assert (entry["rx_dropped"], entry["rx_missed_errors"], entry["tx_carrier_errors"], entry["tx_aborted_errors"],
+            entry["rx_crc_errors"]) == (5, 2, 3, 0, 0)
+    assert facts["warnings"] == []
+
+
+def test_proc_net_dev_of_another_namespace_or_a_capture_is_not_used(tmp_path, monkeypatch):
+    """/proc/net/dev describes the reading process's network namespace: a row whose rx_packets disagree with the
+    interface's file (another namespace's eth9), or a file naming other interfaces than /sys/class/net, is not used;
+    nor is a capture's proc/net/dev unless trusted (its moment or machine may differ)."""
+    root = tmp_path / "root"
+    write_interface(root, "eth9", {"rx_packets": 5000, "rx_crc_errors": 4},
+                    HEADER + "  eth9: 1000 80000 0 0 0 0 0 0 2000 20 0 0 0 0 0 0\n")  # more than the file: not it
+    assert gather(root=str(root), gather_subset=["counters"])["counters"]["interfaces"]["eth9"]["rx_crc_errors"] == 4
+    monkeypatch.setattr(SysfsReader, "trust_proc_net_dev", True)
+    entry = gather(root=str(root), gather_subset=["counters"])["counters"]["interfaces"]["eth9"]
+    assert entry["rx_crc_errors"] == 4 and entry["rx_packets"] == 5000  # the row (80000 packets) is not this eth9's
+    (root / "proc" / "net" / "dev").write_text(HEADER + "  eth9: 1000 5000 0 0 0 0 0 0 2000 20 0 0 0 0 0 0\n"
+                                               "  veth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n")
+    entry = gather(root=str(root), gather_subset=["counters"])["counters"]["interfaces"]["eth9"]
+    assert entry["rx_crc_errors"] == 4 and entry["tx_packets"] is None  # other names than sysfs: the files

@@ -107,3 +107,26 @@ def test_the_roce_expectation_is_checked():
                       ({"roce": {"ecn": "yes"}}, "fabric_expectations.roce.ecn: 'yes' must be true or false"),
                       ({"roce": {"pfc": 3}}, "fabric_expectations.roce.pfc: unknown key (known: ecn)")):
         assert validate_expectations(bad)[1] == [said]
+
+
+def test_the_port_s_ecn_configuration_names_the_priorities_turned_off(healthy, tmp_path):
+    """The ecn/ folder of a real mlx5 port (tests/fixtures/realdata/sysfs-net-counters/procfs-class-ttar-eth0: the
+    notification point off for priorities 2 and 5, the reaction point for 2, 5 and 7), read by topology_facts, as
+    the configuration of the netdev behind mlx5_0/1: the finding says which priorities are off where."""
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.reader import SysfsReader
+    ttar = os.path.join(REAL, "sysfs-net-counters", "procfs-class-ttar-eth0")
+    config = SysfsReader(ttar)._roce_ecn(os.path.join(ttar, "sys", "class", "net", "eth0", "ecn"))
+    assert config["notification_point"] == {"enabled": [0, 1, 3, 4, 6, 7], "read": list(range(8)), "cnp_dscp": 48,
+                                            "cnp_802p_prio": 6}
+    assert config["reaction_point"] == {"enabled": [0, 1, 3, 4, 6], "read": list(range(8))}
+    [netdev] = [p["netdev"] for d in healthy["rdma"] if d["name"] == "mlx5_0" for p in d["ports"] if p["port"] == 1]
+    base, now = readings(healthy, dict(real_counters("bond"), np_cnp_sent=0, rp_cnp_ignored=5))
+    now["counters"]["roce_ecn"] = {netdev: config}
+    first = write(tmp_path, audit({"n1": base}))
+    found = findings(audit({"n1": now}, baseline=first), "STAB-009")
+    messages = sorted(f["message"] for f in found)
+    assert len(found) == 2
+    assert "the reaction point is off for the traffic's priority (ecn/roce_rp/enable is 0 for priorities 2, 5, 7 " \
+           "on %s)" % netdev in messages[1]
+    assert "notification point is off (ecn/roce_np/enable is 0 for priorities 2, 5 on %s)" % netdev in messages[0]
+    assert all(f["evidence"]["roce_ecn"] == config and f["evidence"]["netdev"] == netdev for f in found)
