@@ -631,6 +631,8 @@ def _rounds(module, parts, begin, current):
     time.sleep(max(0.0, begin - time.time()))
     measurements, server_errors, spent = [], [], []
     for index, part in enumerate(parts):
+        if _stopped_since(ARRIVED):
+            raise _Stopped()
         began = time.time()
         deadline = begin + params["start_skew"] + (index + 1) * slot
         if part["role"] == "server":
@@ -669,6 +671,19 @@ def _stop_servers(parts, current):
         time.sleep(0.1)
         for group in servers_on(binds):
             stop(group)
+
+
+STOP_MARK = os.path.join(PID_DIR, "stopped")  # mode=stop's time: a rounds start sent before it runs no round
+ARRIVED = time.time()  # when this module began on the node
+
+
+def _stopped_since(arrived):
+    """Whether mode=stop ran on this node after ``arrived`` (a start still on its way when the user stopped the
+    probes, after a Ctrl-C, must not begin its rounds afterwards)."""
+    try:
+        return os.stat(STOP_MARK).st_mtime >= arrived
+    except OSError:
+        return False
 
 
 def _job_paths(job):
@@ -726,6 +741,8 @@ def run_rounds(module):
     if offset is not None and abs(offset) > CLOCK_OFF_S:
         module.warn("this node's clock is %.1f s off the controller's: the rounds start by the controller's "
                     "(run NTP or PTP on the nodes; the probes' timestamps are this node's)" % offset)
+    if _stopped_since(ARRIVED):
+        module.fail_json(msg="the rounds run was stopped (mode=stop) before it began")
     if params["detach"]:
         if all(p["role"] == "idle" for p in parts) and not params["ping_targets"]:  # nothing to run
             module.exit_json(changed=False, job=None, msg="rounds: this node idles in all %d" % len(parts), **clock)
@@ -741,7 +758,10 @@ def run_rounds(module):
         _stop_servers(parts, current)
         raise SystemExit(128 + signum)
     signal.signal(signal.SIGTERM, ended)
-    result = _rounds(module, parts, begin, current)
+    try:
+        result = _rounds(module, parts, begin, current)
+    except _Stopped:
+        module.fail_json(msg="the rounds run was stopped (mode=stop) before it began")
     if _read_pid(runner) == os.getpid():
         _unlink(runner)
     module.exit_json(**dict(result, **clock))
@@ -775,6 +795,10 @@ def _detach(module, runner, parts, begin, bound):
     pid = int(said.strip())
     _write_json(jobpath, dict(pid=pid, bound=bound, rounds=len(parts)))
     return dict(job=job, pid=pid)
+
+
+class _Stopped(Exception):
+    """mode=stop ran after this run's start arrived."""
 
 
 class _RunnerFailure(Exception):
@@ -837,6 +861,8 @@ def _detached(module, parts, begin, bound, write, pidpath, resultpath):  # pragm
         result = _rounds(module, parts, begin, current)
     except _RunnerFailure as exc:
         result = dict(failed=True, msg="the rounds run failed: %s" % exc)
+    except _Stopped:
+        result = dict(failed=True, msg="the rounds run was stopped (mode=stop) before it began")
     except Exception as exc:  # pylint: disable=broad-except
         result = dict(failed=True, msg="the rounds run failed: %s: %s" % (type(exc).__name__, exc))
     finish(result, 0)
@@ -900,6 +926,9 @@ def halt(module):
     paths = [pidfile(bind, port)] if bind else sorted(glob.glob(os.path.join(PID_DIR, "iperf3-*.pid")))
     stopped = []
     if not bind:
+        if os.path.isdir(PID_DIR):  # a rounds start still on its way begins no round after this
+            with open(STOP_MARK, "w") as handle:
+                handle.write("%f\n" % time.time())
         for path in sorted(glob.glob(os.path.join(PID_DIR, "rounds-*.pid"))):
             runner = stop_runner(path)  # the rounds runs first, so that they start no further server
             if runner:

@@ -153,3 +153,20 @@ def test_a_server_being_started_is_found_by_its_address():
     finally:
         os.killpg(server.pid, signal.SIGKILL)  # timeout and its iperf3
         server.wait()
+
+
+def test_a_start_that_arrived_before_a_stop_runs_no_round():
+    """A Ctrl-C'd play: a rounds start still on its way when mode=stop ran must not begin its rounds afterwards.
+    Here the stop's mark is dated after the start's arrival (a minute ahead), so the start refuses."""
+    mark = throughput_probe.STOP_MARK
+    os.makedirs(os.path.dirname(mark), exist_ok=True)
+    with open(mark, "w") as handle:
+        handle.write("later\n")
+    ahead = time.time() + 60
+    os.utime(mark, (ahead, ahead))
+    try:
+        started = module(mode="rounds", detach=True, rounds=[{"role": "server", "bind": "127.0.0.8", "port": PORT + 4}],
+                         duration=1)
+    finally:
+        os.unlink(mark)
+    assert started["failed"] and "stopped (mode=stop) before it began" in started["msg"], started
