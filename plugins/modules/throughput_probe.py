@@ -844,7 +844,7 @@ def _detached(module, parts, begin, bound, write, pidpath, resultpath):  # pragm
                 os.killpg(os.getpgid(0), signal.SIGTERM)  # the session's group: this run and what it ran
             except OSError:
                 pass
-            _write_json(resultpath, result)
+            _write_json(resultpath, dict(result, runner=os.getpid()))
             if _read_pid(pidpath) == os.getpid():
                 _unlink(pidpath)
         finally:
@@ -881,19 +881,26 @@ def collect(module):
         if info is None:
             module.fail_json(msg="job: no rounds run %s on this node (started elsewhere, or collected already)" % job)
         pid, bound = int(info["pid"]), float(info["bound"])
+
+        def own(found):  # a result of this run, not of a newer one that took its name since (a stale collect)
+            return found if found is not None and found.get("runner") == pid else None
+
+        def drop_job():  # only while it still names this run
+            if (_read_json(jobpath) or {}).get("pid") == pid:
+                _unlink(jobpath)
         while True:
-            result = _read_json(resultpath)
+            result = own(_read_json(resultpath))
             if result is not None:
                 break
             if not _runner(pid):
-                result = _read_json(resultpath)  # it may have ended just now
+                result = own(_read_json(resultpath))  # it may have ended just now
                 if result is None:
-                    _unlink(jobpath)
+                    drop_job()
                     module.fail_json(msg="the rounds run %s (pid %d) ended without a result (killed?)" % (job, pid))
                 break
             if time.time() > bound + 15:
                 stop_runner(pidpath)
-                _unlink(jobpath)
+                drop_job()
                 module.fail_json(msg="the rounds run %s (pid %d) did not end by its bound" % (job, pid))
             if time.time() >= until:
                 module.exit_json(changed=False, job=job, finished=False,
@@ -902,8 +909,8 @@ def collect(module):
             time.sleep(0.2)
     except (ValueError, KeyError, TypeError) as exc:
         module.fail_json(msg="job %s: unreadable: %s" % (job, exc))
-    for path in (resultpath, jobpath):
-        _unlink(path)
+    _unlink(resultpath)
+    drop_job()
     kept = dict((k, v) for k, v in result.items() if k in RESULT_KEYS)
     if result.get("failed"):
         kept.pop("msg", None)
