@@ -675,6 +675,7 @@ def _stop_servers(parts, current):
 
 STOP_MARK = os.path.join(PID_DIR, "stopped")  # mode=stop's time: a rounds start sent before it runs no round
 ARRIVED = time.time()  # when this module began on the node
+STOPPED_BEFORE = "the rounds run was stopped (mode=stop) before it began"
 
 
 def _stopped_since(arrived):
@@ -728,8 +729,8 @@ def run_rounds(module):
     error = check_targets(params["ping_targets"] or [], "ping_targets")
     if error:
         module.fail_json(msg=error)
-    for tool in ("iperf3", "timeout", "setsid"):
-        if any(p["role"] != "idle" for p in parts):
+    if any(p["role"] != "idle" for p in parts):
+        for tool in ("iperf3", "timeout", "setsid"):
             module.get_bin_path(tool, required=True)  # missing: said now, not in a run nobody watches
     begin, offset, bound = _schedule(module)
     if not os.path.isdir(PID_DIR):
@@ -742,7 +743,7 @@ def run_rounds(module):
         module.warn("this node's clock is %.1f s off the controller's: the rounds start by the controller's "
                     "(run NTP or PTP on the nodes; the probes' timestamps are this node's)" % offset)
     if _stopped_since(ARRIVED):
-        module.fail_json(msg="the rounds run was stopped (mode=stop) before it began")
+        module.fail_json(msg=STOPPED_BEFORE)
     if params["detach"]:
         if all(p["role"] == "idle" for p in parts) and not params["ping_targets"]:  # nothing to run
             module.exit_json(changed=False, job=None, msg="rounds: this node idles in all %d" % len(parts), **clock)
@@ -761,7 +762,7 @@ def run_rounds(module):
     try:
         result = _rounds(module, parts, begin, current)
     except _Stopped:
-        module.fail_json(msg="the rounds run was stopped (mode=stop) before it began")
+        module.fail_json(msg=STOPPED_BEFORE)
     if _read_pid(runner) == os.getpid():
         _unlink(runner)
     module.exit_json(**dict(result, **clock))
@@ -862,7 +863,7 @@ def _detached(module, parts, begin, bound, write, pidpath, resultpath):  # pragm
     except _RunnerFailure as exc:
         result = dict(failed=True, msg="the rounds run failed: %s" % exc)
     except _Stopped:
-        result = dict(failed=True, msg="the rounds run was stopped (mode=stop) before it began")
+        result = dict(failed=True, msg=STOPPED_BEFORE)
     except Exception as exc:  # pylint: disable=broad-except
         result = dict(failed=True, msg="the rounds run failed: %s: %s" % (type(exc).__name__, exc))
     finish(result, 0)
