@@ -15,7 +15,9 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import CONTROL_CLASSES
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import (
+    AER_FILE_NAMES, CONTROL_CLASSES,
+)
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER, parse_decimal
 
 # /sys/class/net/<if>/ and its statistics/ (include/uapi/linux/if_link.h, struct rtnl_link_stats64)
@@ -29,7 +31,11 @@ AER_FILES = (("correctable", "aer_dev_correctable"), ("nonfatal", "aer_dev_nonfa
 AER_ROOTPORT_FILES = (("rootport_correctable", "aer_rootport_total_err_cor"),
                       ("rootport_nonfatal", "aer_rootport_total_err_nonfatal"),
                       ("rootport_fatal", "aer_rootport_total_err_fatal"))
+assert set(f for _k, f in AER_FILES + AER_ROOTPORT_FILES) == set(AER_FILE_NAMES)
 AER_MAX_LINES = 64
+# A directory is listed (one read, for the types of all its files) when more of its files are wanted than this;
+# fewer are each looked at on their own (a stat: a missing one is one failed call)
+LIST_ABOVE = 4
 # /sys/class/infiniband/<dev>/ports/<n>/counters/ (the IB PortCounters) and hw_counters/ (mlx5, irdma, bnxt_re ...)
 RDMA_COUNTERS = ("symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
                  "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
@@ -172,17 +178,23 @@ class CountersMixin:
             ecn = self._roce_ecn(os.path.join(target, "ecn")) if dev.kind == "physical" else None
             if ecn:
                 counters["roce_ecn"][name] = ecn
+        parsed = {}  # aer_dev_* text: its parse (most devices' files are the same all-zero text)
         for address in sorted(self._aer_devices()):
             directory = self._pci_dirs.get(address)
             if not directory:
                 continue
-            entry, present = {}, self.entries(directory)
+            names, files = self._pci_listing(directory)
+            entry, prefix = {}, directory + "/"
             for key, filename in AER_FILES:
-                entry[key] = parse_aer(self.read(os.path.join(directory, filename), quiet=True,
-                                                 regular=present[filename]) if filename in present else None)
+                text = self.read(prefix + filename, quiet=True, regular=filename in files) \
+                    if filename in names else None
+                if text not in parsed:
+                    parsed[text] = parse_aer(text)
+                found = parsed[text]
+                entry[key] = None if found is None else {"total": found["total"], "by_type": dict(found["by_type"])}
             for key, filename in AER_ROOTPORT_FILES:
-                if filename in present:
-                    value = self.read(os.path.join(directory, filename), quiet=True, regular=present[filename])
+                if filename in names:
+                    value = self.read(prefix + filename, quiet=True, regular=filename in files)
                     if value is not None:
                         entry[key] = parse_counter(value)
             if any(v is not None for v in entry.values()):
@@ -198,14 +210,23 @@ class CountersMixin:
                     counters["rdma"]["%s/%d" % (name, port.port)] = values
         self.topo.counters = counters
 
+    def _pci_listing(self, directory):
+        """(names, regular files) of a PCI device's folder: the PCI walk's listing, else one of its own."""
+        listing = self._listings.get(directory)
+        if listing is None:
+            present = self.entries(directory)
+            listing = (set(present), set(n for n, regular in present.items() if regular))
+        return listing
+
     def _counter_files(self, directory, names):
-        values, present = {}, self.entries(directory)
+        values, prefix = {}, directory + "/"
+        present = self.entries(directory) if len(names) > LIST_ABOVE else None
         for name in names:
-            if name not in present:
+            if present is not None and name not in present:
                 values[name] = None
                 continue
-            path = os.path.join(directory, name)
-            text = self.read(path, quiet=True, regular=present[name])
+            path = prefix + name
+            text = self.read(path, quiet=True, regular=present is not None and present[name])
             value = parse_counter(text)
             if text is not None and value is None and text.strip():
                 self.warn("%s: %r is not a counter, ignored" % (path, text[:40]))

@@ -30,10 +30,14 @@ _HOST_BRIDGE_RE = re.compile(r"^pci[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}$")
 
 
 # The attribute files read per PCI function.
+# The PCIe AER counters (read by counters.py): their types come from this walk's listing too, so that reading them
+# needs no directory listing of its own
+AER_FILE_NAMES = ("aer_dev_correctable", "aer_dev_nonfatal", "aer_dev_fatal", "aer_rootport_total_err_cor",
+                  "aer_rootport_total_err_nonfatal", "aer_rootport_total_err_fatal")
 _PCI_FILES = frozenset((
     "config", "uevent", "class", "vendor", "device", "subsystem_vendor", "subsystem_device", "numa_node",
     "local_cpulist", "local_cpus", "current_link_speed", "current_link_width", "max_link_speed", "max_link_width",
-))
+) + AER_FILE_NAMES)
 
 
 class PciMixin:

@@ -273,3 +273,35 @@ def test_proc_net_dev_of_another_namespace_or_a_capture_is_not_used(tmp_path, mo
                                                "  veth0: 1 1 0 0 0 0 0 0 1 1 0 0 0 0 0 0\n")
     entry = gather(root=str(root), gather_subset=["counters"])["counters"]["interfaces"]["eth9"]
     assert entry["rx_crc_errors"] == 4 and entry["tx_packets"] is None  # other names than sysfs: the files
+
+
+@pytest.mark.parametrize("layout", ["tree", "bus only"])
+def test_aer_files_typed_by_the_pci_walk(tmp_path, layout):
+    """The AER files' types come from the PCI walk's own listing (no second listing per device), or from one of its
+    own for a device found only under /sys/bus/pci/devices: a FIFO named aer_dev_fatal is named, never opened; two
+    GPUs with the same all-zero text get equal but separate entries (one parse, shared by nothing)."""
+    root = tmp_path / "root"
+    vega = os.path.join(DATA, "sysfs-pci-aer", "amdgpu-vega-0000_09_00.0")
+    top = root / "sys" / "devices" / "pci0000:00"
+    bus = root / "sys" / "bus" / "pci" / "devices"
+    bus.mkdir(parents=True)
+    for address in ("0000:09:00.0", "0000:0a:00.0"):
+        device = (top / address) if layout == "tree" else (root / "sys" / "flat" / address)
+        device.mkdir(parents=True)
+        (device / "class").write_text("0x030000\n")
+        (device / "vendor").write_text("0x1002\n")
+        (device / "device").write_text("0x687f\n")
+        for name in ("aer_dev_correctable", "aer_dev_nonfatal"):
+            with open(os.path.join(vega, name)) as handle:
+                (device / name).write_text(handle.read())
+        os.symlink(os.path.relpath(str(device), str(bus)), str(bus / address))
+    fifo = (top if layout == "tree" else root / "sys" / "flat") / "0000:0a:00.0" / "aer_dev_fatal"
+    os.mkfifo(str(fifo))
+    facts = gather(root=str(root), gather_subset=["counters"])
+    aer = facts["counters"]["aer"]
+    zero = {"total": 0, "by_type": {}}
+    assert aer["0000:09:00.0"] == {"correctable": zero, "nonfatal": zero, "fatal": None}
+    assert aer["0000:0a:00.0"] == aer["0000:09:00.0"]
+    assert aer["0000:09:00.0"]["correctable"] is not aer["0000:0a:00.0"]["correctable"]
+    assert aer["0000:09:00.0"]["correctable"]["by_type"] is not aer["0000:0a:00.0"]["correctable"]["by_type"]
+    assert [w for w in facts["warnings"] if "aer_dev_fatal: not a regular file (a FIFO)" in w], facts["warnings"]
