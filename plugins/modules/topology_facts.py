@@ -302,6 +302,12 @@ ansible_facts:
               C(ethtool -S) whose names say drop, discard, error or pause (C(rx_discards_phy), C(rx_out_of_buffer),
               C(rx_pause_ctrl_phy), C(link_xoff_rx), ...), per-queue ones summed under the name with C(*) for the
               queue (C(rx*_wqe_err)); C(null) for a capture, C({}) without ethtool.
+            - C(roce_ports), per RoCE port (C(device/port), link layer Ethernet), the network interface it runs on.
+            - C(roce_pfc), per interface behind a RoCE port on a live node, its priority flow control from
+              C(dcb pfc show dev <port>), else C(mlnx_qos -i <port>) (C(source)) - the priorities PFC is C(enabled)
+              for, and from dcb its C(capability) and the pause frames per priority it sent (C(requests)) and
+              received (C(indications)), from mlnx_qos its C(trust) (C(pcp) or C(dscp)). Configuration, not a
+              counter. C(null) for a capture; a port neither tool answers is left out.
           type: dict
           returned: when counters is gathered
           sample: {boot_time: 1764547200, uptime_s: 86400.0, interfaces: {ens1np0: {kind: physical,

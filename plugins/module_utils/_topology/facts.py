@@ -19,6 +19,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie impor
     device_links, gpu_link_state, gpu_link_values, path_rank, pcie_bandwidth,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import ethtool as _ethtool, lldp as _lldp
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import dcb as _dcb
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import ethtool_stats as _ethtool_stats
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nccl_conf import read_nccl_conf
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.kernel import (
@@ -212,8 +213,10 @@ def _counters_fact(counters):
         "rdma": dict((p, dict(sorted(v.items()))) for p, v in sorted(counters["rdma"].items())),
         "tcp": counters["tcp"],
         "roce_ecn": dict(sorted(counters.get("roce_ecn", {}).items())),
-        # live nodes only (ethtool -S, merge_switch_side): a capture has no driver to ask
+        "roce_ports": dict(sorted(counters.get("roce_ports", {}).items())),
+        # live nodes only (ethtool -S, dcb / mlnx_qos: merge_switch_side): a capture has no driver to ask
         "nic_stats": None,
+        "roce_pfc": None,
     }
 
 
@@ -514,3 +517,6 @@ def merge_switch_side(facts, run, which, subsets, lldp_socket=None):
     if "counters" in subsets and isinstance(facts.get("counters"), dict):
         # the NIC's own counters (discards at its buffers, pause frames): only its driver knows them
         facts["counters"]["nic_stats"] = _ethtool_stats.gather(run, which("ethtool"), physical) if physical else {}
+        # the PFC of the RoCE ports (dcb, else mlnx_qos): configuration only the driver's DCB interface knows
+        roce = sorted(set((facts["counters"].get("roce_ports") or {}).values()))
+        facts["counters"]["roce_pfc"] = _dcb.gather(run, which("dcb"), which("mlnx_qos"), roce) if roce else {}

@@ -18,7 +18,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog impor
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int, mappings_in
 
 EXPECTATION_KEYS = ("gpu", "nics", "rdma", "roce")
-ROCE_KEYS = ("ecn",)
+ROCE_KEYS = ("ecn", "pfc", "priority")
 GPU_KEYS = ("width", "generation")
 NIC_KEYS = ("name", "speed_mbps", "mtu")
 WAIVER_KEYS = ("rule", "hosts", "subject", "reason", "expires")
@@ -45,7 +45,8 @@ def _key_name(key):
 def validate_expectations(value, key="fabric_expectations"):
     """Return (normalized, errors). ``None`` means no expectations (the devices' own maxima apply)."""
     errors = []
-    result = {"gpu": {"width": None, "generation": None}, "nics": [], "rdma": False, "roce": {"ecn": None}}
+    result = {"gpu": {"width": None, "generation": None}, "nics": [], "rdma": False,
+              "roce": {"ecn": None, "pfc": None, "priority": None}}
     if value is None:
         return result, errors
     if not isinstance(value, dict):
@@ -102,6 +103,16 @@ def validate_expectations(value, key="fabric_expectations"):
             errors.append("%s.roce.ecn: %r must be true or false" % (key, ecn))
         elif ecn is not None:
             result["roce"]["ecn"] = ecn
+        pfc = roce.get("pfc")
+        if pfc is not None and not isinstance(pfc, bool):
+            errors.append("%s.roce.pfc: %r must be true or false" % (key, pfc))
+        elif pfc is not None:
+            result["roce"]["pfc"] = pfc
+        priority = roce.get("priority")
+        if priority is not None and (not is_int(priority) or not 0 <= priority <= 7):
+            errors.append("%s.roce.priority: %r is not an 802.1p priority (0..7)" % (key, priority))
+        elif priority is not None:
+            result["roce"]["priority"] = priority
     return result, errors
 
 

@@ -421,6 +421,86 @@ def roce_congestion(ctx):
                         evidence, severity="info")
 
 
+def _roce_netdevs(now):
+    """{netdev: [RDMA ports on it]} of a counters reading's roce_ports (RDMA ports whose link layer is Ethernet)."""
+    ports = now.get("roce_ports") if isinstance(now, dict) else None
+    found = {}
+    pairs = [(p, n) for p, n in (ports if isinstance(ports, dict) else {}).items()
+             if isinstance(p, str) and isinstance(n, str) and n]
+    for port, netdev in sorted(pairs):
+        found.setdefault(netdev, []).append(port)
+    return found
+
+
+def _priorities(value):
+    """A list of 802.1p priorities (ints 0..7) as the facts hold them, else None."""
+    if not isinstance(value, list) or not all(_counter(p) is not None and p <= 7 for p in value):
+        return None
+    return sorted(value)
+
+
+@host_rule(
+    "STAB-010", "RoCE priority not lossless as intended", "fail",
+    """RoCE needs a fabric that drops (almost) nothing: a lost packet costs a go-back-N retransmission of everything
+    after it, and a collective waits for the slowest flow. fabric_expectations.roce.priority names the 802.1p
+    priority the RoCE traffic runs on; on every interface behind a RoCE port, priority flow control (PFC) must be on
+    for that priority (dcb pfc show, else mlnx_qos, on a live node) unless fabric_expectations.roce.pfc is false (a
+    fabric run on ECN alone), and ECN congestion control (DCQCN, mlx5's ecn/roce_np and ecn/roce_rp) must be on for it
+    at both the notification and the reaction point unless fabric_expectations.roce.ecn is false. A part the node
+    does not say (no dcb or mlnx_qos, a driver without DCB, no ecn folder) is not judged.""",
+    """PFC on the RoCE priority: dcb pfc set dev <nic> prio-pfc <prio>:on (or mlnx_qos -i <nic> --pfc 0,0,0,1,0,0,0,0
+    for priority 3), kept across reboots by the tool that configures the node (NetworkManager dispatcher, a systemd
+    unit); the switch ports must have PFC on the same priority. ECN: echo 1 >
+    /sys/class/net/<nic>/ecn/roce_np/enable/<prio> and ecn/roce_rp/enable/<prio>. If the fabric is meant to run without one of them, set
+    fabric_expectations.roce.pfc or .ecn to false.""")
+def roce_priority(ctx):
+    roce = ctx.expect.get("roce") if isinstance(ctx.expect.get("roce"), dict) else {}
+    priority = roce.get("priority")
+    if _counter(priority) is None or priority > 7:
+        raise NotApplicable("no RoCE priority in the intent (set fabric_expectations.roce.priority, 0..7)")
+    now = counters(ctx)
+    netdevs = _roce_netdevs(now)
+    if not netdevs:
+        raise NotApplicable("no RoCE port (an RDMA port whose link layer is Ethernet)")
+    pfc = now.get("roce_pfc") if isinstance(now.get("roce_pfc"), dict) else {}
+    ecn = _section(now, "roce_ecn")
+    judged, unread = False, []
+    for netdev, ports in sorted(netdevs.items()):
+        where = "%s (%s)" % (netdev, ", ".join(ports))
+        if roce.get("pfc") is not False:
+            entry = pfc.get(netdev) if isinstance(pfc.get(netdev), dict) else {}
+            enabled = _priorities(entry.get("enabled"))
+            if enabled is None:
+                unread.append("%s: PFC" % netdev)
+            else:
+                judged = True
+                if priority not in enabled:
+                    ctx.finding(netdev, "%s: PFC is off for the RoCE priority %d (%s, %s): a full switch queue drops "
+                                "its frames instead of pausing the sender, and RoCE retransmits from the lost one on"
+                                % (where, priority, "on for %s" % ", ".join(str(p) for p in enabled) if enabled
+                                   else "off for every priority", entry.get("source") or "dcb"),
+                                {"netdev": netdev, "ports": ports, "priority": priority, "pfc": entry})
+        if roce.get("ecn") is not False:
+            config = ecn.get(netdev) or {}
+            for point, folder in (("notification_point", "roce_np"), ("reaction_point", "roce_rp")):
+                part = config.get(point) if isinstance(config.get(point), dict) else {}
+                read, enabled = _priorities(part.get("read")), _priorities(part.get("enabled"))
+                if read is None or enabled is None or priority not in read:
+                    unread.append("%s: ECN %s" % (netdev, folder))
+                    continue
+                judged = True
+                if priority not in enabled:
+                    ctx.finding(netdev, "%s: ECN congestion control is off for the RoCE priority %d at the %s "
+                                "(ecn/%s/enable/%d is 0): %s" % (
+                                    where, priority, point.replace("_", " "), folder, priority,
+                                    "marked packets get no CNP, so the senders never slow down"
+                                    if folder == "roce_np" else "this sender ignores the CNPs that ask it to slow down"),
+                                {"netdev": netdev, "ports": ports, "priority": priority, "roce_ecn": config})
+    if not judged:
+        raise NotApplicable("the RoCE ports' PFC and ECN configuration is not known (%s): PFC is read with dcb or "
+                            "mlnx_qos on a live node, ECN from mlx5's ecn folder" % ", ".join(unread))
+
+
 # ---- under load (the probes role's iperf3 measurements, with pings alongside) -------------------------------------
 QUEUE_BYTES = 1000000  # the default queue a load may build: what a shallow-buffered switch port holds ...
 MIN_QUEUE_DELAY_MS = 1.0  # ... and never less than this (scheduling noise on busy hosts)

@@ -158,7 +158,7 @@ class CountersMixin:
         counters = {
             "boot_time": parse_btime(self.read(self.path("proc/stat"), quiet=True)),
             "uptime_s": parse_uptime(self.read(self.path("proc/uptime"), quiet=True)),
-            "interfaces": {}, "aer": {}, "rdma": {}, "roce_ecn": {},
+            "interfaces": {}, "aer": {}, "rdma": {}, "roce_ecn": {}, "roce_ports": {},
             "tcp": parse_proc_snmp_tcp(self.read(self.path("proc/net/snmp"), quiet=True)),
         }
         netdev = self._proc_net_dev()
@@ -202,6 +202,8 @@ class CountersMixin:
         for name, rdma in sorted(self.topo.rdma.items()):
             base = self.resolve(self.path("sys/class/infiniband", name))
             for port in rdma.ports:
+                if port.link_layer == "Ethernet" and port.netdev:
+                    counters["roce_ports"]["%s/%d" % (name, port.port)] = port.netdev
                 directory = os.path.join(base, "ports", str(port.port))
                 values = self._counter_files(os.path.join(directory, "counters"), RDMA_COUNTERS)
                 values.update(self._counter_files(os.path.join(directory, "hw_counters"), RDMA_HW_COUNTERS))

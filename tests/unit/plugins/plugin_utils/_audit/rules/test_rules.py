@@ -59,7 +59,7 @@ def test_healthy_node_passes_everything(healthy):
                           "NCCLRUN-004", "NCCLRUN-005", "NCCLRUN-006", "NCCLRUN-008", "NET-008", "PROBE-002",
                           "PROBE-003", "PROBE-004", "PROBE-005", "STAB-001", "STAB-002", "STAB-004",
                           "STAB-005", "STAB-006",
-                          "STAB-007", "STAB-008", "STAB-009"]
+                          "STAB-007", "STAB-008", "STAB-009", "STAB-010"]
 
 
 def test_broken_twin_shows_each_planted_fault(broken):

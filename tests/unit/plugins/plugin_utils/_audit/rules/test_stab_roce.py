@@ -101,11 +101,21 @@ def test_not_judged_without_the_counters_or_a_baseline(healthy, tmp_path):
 
 def test_the_roce_expectation_is_checked():
     from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import validate_expectations
-    assert validate_expectations({"roce": {"ecn": False}})[0]["roce"] == {"ecn": False}
-    assert validate_expectations(None)[0]["roce"] == {"ecn": None}
+    assert validate_expectations({"roce": {"ecn": False}})[0]["roce"] == {"ecn": False, "pfc": None, "priority": None}
+    assert validate_expectations(None)[0]["roce"] == {"ecn": None, "pfc": None, "priority": None}
+    assert validate_expectations({"roce": {"priority": 0, "pfc": False}})[0]["roce"] == {
+        "ecn": None, "pfc": False, "priority": 0}
     for bad, said in (({"roce": "on"}, "fabric_expectations.roce: expected a mapping, got 'on'"),
                       ({"roce": {"ecn": "yes"}}, "fabric_expectations.roce.ecn: 'yes' must be true or false"),
-                      ({"roce": {"pfc": 3}}, "fabric_expectations.roce.pfc: unknown key (known: ecn)")):
+                      ({"roce": {"pfc": 3}}, "fabric_expectations.roce.pfc: 3 must be true or false"),
+                      ({"roce": {"priority": 8}}, "fabric_expectations.roce.priority: 8 is not an 802.1p priority "
+                                                  "(0..7)"),
+                      ({"roce": {"priority": True}}, "fabric_expectations.roce.priority: True is not an 802.1p "
+                                                     "priority (0..7)"),
+                      ({"roce": {"priority": "3"}}, "fabric_expectations.roce.priority: '3' is not an 802.1p priority "
+                                                    "(0..7)"),
+                      ({"roce": {"prio": 3}}, "fabric_expectations.roce.prio: unknown key (known: ecn, pfc, "
+                                              "priority)")):
         assert validate_expectations(bad)[1] == [said]
 
 
@@ -130,3 +140,86 @@ def test_the_port_s_ecn_configuration_names_the_priorities_turned_off(healthy, t
            "on %s)" % netdev in messages[1]
     assert "notification point is off (ecn/roce_np/enable is 0 for priorities 2, 5 on %s)" % netdev in messages[0]
     assert all(f["evidence"]["roce_ecn"] == config and f["evidence"]["netdev"] == netdev for f in found)
+
+
+def _pfc_and_ecn(healthy):
+    """The healthy node, its ens1np0 (mlx5_0/1) with the PFC of a real mlnx_qos capture (on for priority 5 only:
+    tests/fixtures/realdata/cn-3fs-notes-cx7-mlnx_qos-pfc5-custom-dscp) and the ecn/ folder of a real mlx5 port
+    (procfs-class-ttar-eth0: np off for 2 and 5, rp off for 2, 5 and 7); ens2np0 with the PFC of the dcb patch
+    capture (on for 1 and 7); the other RoCE ports read nothing (as a node without dcb or mlnx_qos)."""
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.dcb import (
+        parse_dcb_pfc, parse_mlnx_qos,
+    )
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.reader import SysfsReader
+    facts = copy.deepcopy(healthy)
+    qos = parse_mlnx_qos(open(os.path.join(REAL, "cn-3fs-notes-cx7-mlnx_qos-pfc5-custom-dscp",
+                                           "mlnx_qos-ens4np0.txt")).read())
+    dcb = parse_dcb_pfc(open(os.path.join(REAL, "iproute2-dcb-pfc-show-stats-mlxsw-patch",
+                                          "dcb-pfc-show-eni1np1.txt")).read())
+    facts["counters"]["roce_pfc"] = {"ens1np0": dict(qos, source="mlnx_qos"), "ens2np0": dict(dcb, source="dcb")}
+    ttar = os.path.join(REAL, "sysfs-net-counters", "procfs-class-ttar-eth0")
+    ecn = SysfsReader(ttar)._roce_ecn(os.path.join(ttar, "sys", "class", "net", "eth0", "ecn"))
+    facts["counters"]["roce_ecn"] = {"ens1np0": ecn}
+    return facts
+
+
+def roce_audit(facts, roce):
+    import datetime
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
+    report, errors = run_audit({"n1": {"facts": facts, "expectations": {"roce": roce}}}, datetime.date(2027, 1, 1),
+                               "2027-01-01T01:00:00+00:00")
+    assert errors == []
+    return findings(report, "STAB-010"), outcome(report, "n1", "STAB-010")
+
+
+def test_pfc_and_ecn_on_the_roce_priority(healthy):
+    facts = _pfc_and_ecn(healthy)
+    found, result = roce_audit(facts, {"priority": 5})
+    said = sorted((f["subject"], f["message"]) for f in found)
+    assert result["status"] == "findings" and all(f["severity"] == "fail" for f in found)
+    assert said == [
+        ("ens1np0", "ens1np0 (mlx5_0/1): ECN congestion control is off for the RoCE priority 5 at the notification "
+                    "point (ecn/roce_np/enable/5 is 0): marked packets get no CNP, so the senders never slow down"),
+        ("ens1np0", "ens1np0 (mlx5_0/1): ECN congestion control is off for the RoCE priority 5 at the reaction point "
+                    "(ecn/roce_rp/enable/5 is 0): this sender ignores the CNPs that ask it to slow down"),
+        ("ens2np0", "ens2np0 (mlx5_1/1): PFC is off for the RoCE priority 5 (on for 1, 7, dcb): a full switch queue "
+                    "drops its frames instead of pausing the sender, and RoCE retransmits from the lost one on"),
+    ]
+    pfc = [f for f in found if f["subject"] == "ens2np0"][0]
+    assert pfc["evidence"]["pfc"]["requests"]["7"] == 28 and pfc["evidence"]["priority"] == 5
+    # priority 3: PFC off on both; ECN on at both points of ens1np0
+    found, _result = roce_audit(facts, {"priority": 3})
+    assert sorted(f["subject"] for f in found) == ["ens1np0", "ens2np0"]
+    assert all("PFC is off for the RoCE priority 3" in f["message"] for f in found)
+    assert "(on for 5, mlnx_qos)" in sorted(f["message"] for f in found)[0]
+    # a fabric meant to run without PFC, or without ECN: that part is not asked
+    found, _result = roce_audit(facts, {"priority": 5, "pfc": False})
+    assert sorted(f["message"].split(": ")[1][:20] for f in found) == ["ECN congestion contr"] * 2
+    found, result = roce_audit(facts, {"priority": 7, "ecn": False})
+    assert [f["subject"] for f in found] == ["ens1np0"] and result["status"] == "findings"  # ens2np0 has 7 on
+    found, result = roce_audit(facts, {"priority": 1, "ecn": False, "pfc": True})
+    assert [f["subject"] for f in found] == ["ens1np0"]
+
+
+def test_pfc_and_ecn_as_intended_pass_and_what_is_unknown_is_not_judged(healthy):
+    facts = _pfc_and_ecn(healthy)
+    facts["counters"]["roce_pfc"]["ens1np0"]["enabled"] = [3]
+    found, result = roce_audit(facts, {"priority": 3, "ecn": False})
+    assert [f["subject"] for f in found] == ["ens2np0"]
+    del facts["counters"]["roce_pfc"]["ens2np0"]
+    found, result = roce_audit(facts, {"priority": 3, "ecn": False})
+    assert found == [] and result["status"] == "pass"
+    found, result = roce_audit(healthy, {"priority": 3})  # a capture: no PFC read, no ecn folder
+    assert result["status"] == "not_applicable" and "configuration is not known" in result["reason"]
+    assert "ens1np0: PFC" in result["reason"] and "ens1np0: ECN roce_np" in result["reason"]
+    found, result = roce_audit(healthy, {"ecn": True})
+    assert result["status"] == "not_applicable" and "fabric_expectations.roce.priority" in result["reason"]
+    no_roce = copy.deepcopy(healthy)
+    no_roce["counters"]["roce_ports"] = {}
+    found, result = roce_audit(no_roce, {"priority": 3})
+    assert result["status"] == "not_applicable" and result["reason"].startswith("no RoCE port")
+    odd = _pfc_and_ecn(healthy)
+    odd["counters"]["roce_pfc"] = {"ens1np0": {"enabled": ["5", 9]}, "ens2np0": "on"}
+    odd["counters"]["roce_ports"] = {"mlx5_0/1": "ens1np0", "mlx5_1/1": 7, 3: "ens2np0"}
+    found, result = roce_audit(odd, {"priority": 5, "ecn": False})  # a corrupt baseline-like reading: not judged
+    assert found == [] and result["status"] == "not_applicable", [f["message"] for f in found]
