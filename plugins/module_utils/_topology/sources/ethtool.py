@@ -17,6 +17,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
+
 _MODE = re.compile(r"^(\d+)base([A-Za-z0-9_]+)/(Full|Half)$")
 _PORTS = {"twisted pair": "twisted_pair", "direct attach copper": "direct_attach", "fibre": "fibre",
           "mii": "mii", "other": "other", "none": "none", "aui": "other", "bnc": "other", "da": "direct_attach"}
@@ -94,6 +96,8 @@ def gather(run, ethtool, names):
     if not ethtool:
         return found
     for name in names:
+        if ifname_problem(name):
+            continue  # never an argument ethtool could take for an option ("-s" is a valid Linux name)
         rc, out, _err = run([ethtool, name])
         if rc == 0 and out.strip():
             found[name] = parse(out)

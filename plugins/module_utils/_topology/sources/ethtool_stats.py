@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER
 
 MAX_BYTES = 2 * 1024 * 1024
@@ -82,6 +83,8 @@ def gather(run, ethtool, names):
     if not ethtool:
         return found
     for name in names:
+        if ifname_problem(name):
+            continue  # never an argument ethtool could take for an option ("-s" is a valid Linux name)
         rc, out, _err = run([ethtool, "-S", name])
         if rc == 0 and out.strip():
             stats = parse(out)

@@ -99,7 +99,26 @@ def test_gather_leaves_out_ports_without_statistics():
     def run(argv):
         calls.append(argv)
         return outputs[argv[-1]]
-    assert gather(run, "/usr/sbin/ethtool", ["ens1", "ens2", "ens3"]) == {"ens1": {"rx_dropped": 7}}
+    # "-s" and "-i" are valid Linux interface names (the kernel refuses only '/', ':' and blanks) that ethtool would
+    # take for options: never passed
+    assert gather(run, "/usr/sbin/ethtool", ["ens1", "ens2", "-s", "ens3", "-i"]) == {"ens1": {"rx_dropped": 7}}
     assert calls == [["/usr/sbin/ethtool", "-S", "ens1"], ["/usr/sbin/ethtool", "-S", "ens2"],
                      ["/usr/sbin/ethtool", "-S", "ens3"]]  # argument lists, never a shell
     assert gather(run, None, ["ens1"]) == {}
+
+
+def test_link_modes_gather_never_passes_an_odd_name():
+    """sources/ethtool.py (link modes, ``ethtool <port>``): the same rule, on this machine's real ethtool where a
+    port exists; "-h" (a valid Linux name) would be ethtool's help."""
+    import shutil
+    import subprocess
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import ethtool as link_modes
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        return done.returncode, done.stdout, done.stderr
+    ethtool = shutil.which("ethtool") or "/sbin/ethtool"
+    found = link_modes.gather(run, ethtool, ["lo", "-h", "eth0;reboot"])
+    assert calls == [[ethtool, "lo"]] and set(found) <= {"lo"}
