@@ -303,7 +303,8 @@ ansible_facts:
               C(rx_pause_ctrl_phy), C(link_xoff_rx), ...), per-queue ones summed under the name with C(*) for the
               queue (C(rx*_wqe_err)); C(null) for a capture, C({}) without ethtool.
             - C(roce_ports), per RoCE port (C(device/port), link layer Ethernet), the network interface it runs on.
-            - C(roce_pfc), per interface behind a RoCE port on a live node, its priority flow control from
+            - C(roce_lag), per such interface that is a bond (a RoCE LAG, as C(mlx5_bond_0)), its legs.
+            - C(roce_pfc), per interface behind a RoCE port (a LAG's legs) on a live node, its priority flow control from
               C(dcb pfc show dev <port>), else C(mlnx_qos -i <port>) (C(source)) - the priorities PFC is C(enabled)
               for, and from dcb its C(capability) and the pause frames per priority it sent (C(requests)) and
               received (C(indications)), from mlnx_qos its C(trust) (C(pcp) or C(dscp)). Configuration, not a

@@ -214,6 +214,7 @@ def _counters_fact(counters):
         "tcp": counters["tcp"],
         "roce_ecn": dict(sorted(counters.get("roce_ecn", {}).items())),
         "roce_ports": dict(sorted(counters.get("roce_ports", {}).items())),
+        "roce_lag": dict(sorted(counters.get("roce_lag", {}).items())),
         # live nodes only (ethtool -S, dcb / mlnx_qos: merge_switch_side): a capture has no driver to ask
         "nic_stats": None,
         "roce_pfc": None,
@@ -518,5 +519,6 @@ def merge_switch_side(facts, run, which, subsets, lldp_socket=None):
         # the NIC's own counters (discards at its buffers, pause frames): only its driver knows them
         facts["counters"]["nic_stats"] = _ethtool_stats.gather(run, which("ethtool"), physical) if physical else {}
         # the PFC of the RoCE ports (dcb, else mlnx_qos): configuration only the driver's DCB interface knows
-        roce = sorted(set((facts["counters"].get("roce_ports") or {}).values()))
+        lag = facts["counters"].get("roce_lag") or {}
+        roce = sorted(set(leg for n in (facts["counters"].get("roce_ports") or {}).values() for leg in lag.get(n, [n])))
         facts["counters"]["roce_pfc"] = _dcb.gather(run, which("dcb"), which("mlnx_qos"), roce) if roce else {}

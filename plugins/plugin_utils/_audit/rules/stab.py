@@ -422,13 +422,22 @@ def roce_congestion(ctx):
 
 
 def _roce_netdevs(now):
-    """{netdev: [RDMA ports on it]} of a counters reading's roce_ports (RDMA ports whose link layer is Ethernet)."""
+    """{interface: "what it is"} of a counters reading: the interfaces behind its roce_ports (RDMA ports whose link
+    layer is Ethernet), a RoCE LAG's bond by its legs (roce_lag: PFC and ECN are set per physical port)."""
     ports = now.get("roce_ports") if isinstance(now, dict) else None
-    found = {}
+    lag = now.get("roce_lag") if isinstance(now, dict) and isinstance(now.get("roce_lag"), dict) else {}
+    by_netdev = {}
     pairs = [(p, n) for p, n in (ports if isinstance(ports, dict) else {}).items()
              if isinstance(p, str) and isinstance(n, str) and n]
     for port, netdev in sorted(pairs):
-        found.setdefault(netdev, []).append(port)
+        by_netdev.setdefault(netdev, []).append(port)
+    found = {}
+    for netdev, rdma in sorted(by_netdev.items()):
+        legs = lag.get(netdev)
+        legs = sorted(set(legs)) if isinstance(legs, list) and legs and all(
+            isinstance(leg, str) and leg for leg in legs) else None
+        for name in legs or [netdev]:
+            found[name] = "%s (%s%s)" % (name, "a leg of %s: " % netdev if legs else "", ", ".join(rdma))
     return found
 
 
@@ -465,8 +474,7 @@ def roce_priority(ctx):
     pfc = now.get("roce_pfc") if isinstance(now.get("roce_pfc"), dict) else {}
     ecn = _section(now, "roce_ecn")
     judged, unread = False, []
-    for netdev, ports in sorted(netdevs.items()):
-        where = "%s (%s)" % (netdev, ", ".join(ports))
+    for netdev, where in sorted(netdevs.items()):
         if roce.get("pfc") is not False:
             entry = pfc.get(netdev) if isinstance(pfc.get(netdev), dict) else {}
             enabled = _priorities(entry.get("enabled"))
@@ -479,7 +487,7 @@ def roce_priority(ctx):
                                 "its frames instead of pausing the sender, and RoCE retransmits from the lost one on"
                                 % (where, priority, "on for %s" % ", ".join(str(p) for p in enabled) if enabled
                                    else "off for every priority", entry.get("source") or "dcb"),
-                                {"netdev": netdev, "ports": ports, "priority": priority, "pfc": entry})
+                                {"netdev": netdev, "priority": priority, "pfc": entry})
         if roce.get("ecn") is not False:
             config = ecn.get(netdev) or {}
             for point, folder in (("notification_point", "roce_np"), ("reaction_point", "roce_rp")):
@@ -495,7 +503,7 @@ def roce_priority(ctx):
                                     where, priority, point.replace("_", " "), folder, priority,
                                     "marked packets get no CNP, so the senders never slow down"
                                     if folder == "roce_np" else "this sender ignores the CNPs that ask it to slow down"),
-                                {"netdev": netdev, "ports": ports, "priority": priority, "roce_ecn": config})
+                                {"netdev": netdev, "priority": priority, "roce_ecn": config})
     if not judged:
         raise NotApplicable("the RoCE ports' PFC and ECN configuration is not known (%s): PFC is read with dcb or "
                             "mlnx_qos on a live node, ECN from mlx5's ecn folder" % ", ".join(unread))

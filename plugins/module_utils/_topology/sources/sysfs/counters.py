@@ -158,7 +158,7 @@ class CountersMixin:
         counters = {
             "boot_time": parse_btime(self.read(self.path("proc/stat"), quiet=True)),
             "uptime_s": parse_uptime(self.read(self.path("proc/uptime"), quiet=True)),
-            "interfaces": {}, "aer": {}, "rdma": {}, "roce_ecn": {}, "roce_ports": {},
+            "interfaces": {}, "aer": {}, "rdma": {}, "roce_ecn": {}, "roce_ports": {}, "roce_lag": {},
             "tcp": parse_proc_snmp_tcp(self.read(self.path("proc/net/snmp"), quiet=True)),
         }
         netdev = self._proc_net_dev()
@@ -204,6 +204,9 @@ class CountersMixin:
             for port in rdma.ports:
                 if port.link_layer == "Ethernet" and port.netdev:
                     counters["roce_ports"]["%s/%d" % (name, port.port)] = port.netdev
+                    legs = self._bond_legs(port.netdev)
+                    if legs:
+                        counters["roce_lag"][port.netdev] = legs
                 directory = os.path.join(base, "ports", str(port.port))
                 values = self._counter_files(os.path.join(directory, "counters"), RDMA_COUNTERS)
                 values.update(self._counter_files(os.path.join(directory, "hw_counters"), RDMA_HW_COUNTERS))
@@ -211,6 +214,14 @@ class CountersMixin:
                 if values:
                     counters["rdma"]["%s/%d" % (name, port.port)] = values
         self.topo.counters = counters
+
+    def _bond_legs(self, name):
+        """The members of bond ``name`` that are interfaces here (a RoCE LAG's PFC and ECN are its legs'), else []."""
+        dev = self.topo.netdevs.get(name)
+        if dev is None or dev.kind != "bond":
+            return []
+        slaves = self.read(self.path("sys/class/net", name, "bonding", "slaves"), quiet=True) or ""
+        return sorted(set(m for m in slaves.split() if m in self.topo.netdevs))
 
     def _pci_listing(self, directory):
         """(names, regular files) of a PCI device's folder: the PCI walk's listing, else one of its own."""

@@ -305,3 +305,20 @@ def test_aer_files_typed_by_the_pci_walk(tmp_path, layout):
     assert aer["0000:09:00.0"]["correctable"] is not aer["0000:0a:00.0"]["correctable"]
     assert aer["0000:09:00.0"]["correctable"]["by_type"] is not aer["0000:0a:00.0"]["correctable"]["by_type"]
     assert [w for w in facts["warnings"] if "aer_dev_fatal: not a regular file (a FIFO)" in w], facts["warnings"]
+
+
+def test_roce_ports_and_a_roce_lag_s_legs(roots, tmp_path):
+    """roce_ports names the interface behind each RoCE port; a RoCE LAG (the port's GIDs on a bond, as mlx5_bond_0)
+    also gets its legs in roce_lag, the interfaces whose PFC and ECN count. The hand-written node, then a copy with
+    mlx5_0's GIDs moved onto bond0 (eno1, eno2)."""
+    import shutil
+    counters = gather(root=roots["dgx8"], gather_subset=["counters"])["counters"]
+    assert counters["roce_ports"]["mlx5_0/1"] == "ens1np0" and len(counters["roce_ports"]) == 10
+    assert counters["roce_lag"] == {} and counters["roce_pfc"] is None  # a capture: no dcb to ask
+    copy = tmp_path / "dgx8"
+    shutil.copytree(os.path.realpath(roots["dgx8"]), str(copy), symlinks=True)
+    ndevs = copy / "sys" / "class" / "infiniband" / "mlx5_0" / "ports" / "1" / "gid_attrs" / "ndevs"
+    for name in os.listdir(str(ndevs)):
+        (ndevs / name).write_text("bond0\n")
+    counters = gather(root=str(copy), gather_subset=["counters"])["counters"]
+    assert counters["roce_ports"]["mlx5_0/1"] == "bond0" and counters["roce_lag"] == {"bond0": ["eno1", "eno2"]}

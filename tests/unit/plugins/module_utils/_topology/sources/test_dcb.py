@@ -107,3 +107,23 @@ def test_gather_prefers_dcb_falls_back_to_mlnx_qos_and_never_passes_an_odd_name(
     assert sorted(set(a[-1] for a in calls)) == ["eni1np1", "ens4np0", "ens9"]  # "-i", "eth0;reboot": never run
     assert ["/usr/sbin/dcb", "pfc", "show", "dev", "ens4np0"] in calls and ["/usr/bin/mlnx_qos", "-i", "ens9"] in calls
     assert gather(run, None, None, ["ens4np0"]) == {}
+
+
+def test_the_module_asks_for_the_roce_interfaces_and_a_lag_s_legs():
+    """merge_switch_side (the module's live-node step) asks dcb about each interface behind a RoCE port, a RoCE LAG
+    by its legs (a bond has no PFC of its own), and nothing else."""
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import merge_switch_side
+    with open(DCB_PATCH) as handle:
+        dcb_text = handle.read()
+    asked = []
+
+    def run(argv):
+        asked.append(argv[-1])
+        return (0, dcb_text, "") if argv[0] == "/usr/sbin/dcb" else (1, "", "")
+    facts = {"nics": [], "counters": {"roce_ports": {"mlx5_bond_0/1": "bond0", "mlx5_2/1": "ens3np0"},
+                                      "roce_lag": {"bond0": ["ens1f0np0", "ens1f1np1"]}, "nic_stats": None,
+                                      "roce_pfc": None}}
+    merge_switch_side(facts, run, {"dcb": "/usr/sbin/dcb"}.get, {"counters"})
+    assert sorted(asked) == ["ens1f0np0", "ens1f1np1", "ens3np0"]
+    assert sorted(facts["counters"]["roce_pfc"]) == ["ens1f0np0", "ens1f1np1", "ens3np0"]
+    assert facts["counters"]["roce_pfc"]["ens3np0"]["source"] == "dcb"

@@ -223,3 +223,17 @@ def test_pfc_and_ecn_as_intended_pass_and_what_is_unknown_is_not_judged(healthy)
     odd["counters"]["roce_ports"] = {"mlx5_0/1": "ens1np0", "mlx5_1/1": 7, 3: "ens2np0"}
     found, result = roce_audit(odd, {"priority": 5, "ecn": False})  # a corrupt baseline-like reading: not judged
     assert found == [] and result["status"] == "not_applicable", [f["message"] for f in found]
+
+
+def test_a_roce_lag_is_judged_by_its_legs(healthy):
+    """A RoCE LAG (mlx5_bond_0 on bond0): PFC is set per physical port, so each leg is judged; one leg off."""
+    facts = _pfc_and_ecn(healthy)
+    facts["counters"]["roce_ports"] = {"mlx5_bond_0/1": "bond0"}
+    facts["counters"]["roce_lag"] = {"bond0": ["ens2np0", "ens1np0"]}
+    found, result = roce_audit(facts, {"priority": 5, "ecn": False})
+    assert [(f["subject"], f["message"].split(":")[0]) for f in found] == [
+        ("ens2np0", "ens2np0 (a leg of bond0")]
+    assert "ens2np0 (a leg of bond0: mlx5_bond_0/1): PFC is off for the RoCE priority 5" in found[0]["message"]
+    facts["counters"]["roce_lag"] = {"bond0": "ens1np0"}  # not a list (a corrupt reading): the bond itself, unread
+    found, result = roce_audit(facts, {"priority": 5, "ecn": False})
+    assert found == [] and result["status"] == "not_applicable" and "bond0: PFC" in result["reason"]
