@@ -84,6 +84,17 @@ def changed(output, host):
     return int(dict(kv.split("=") for kv in line.split(":", 1)[1].split())["changed"])
 
 
+def console_tail(n, lines=60):
+    """The last lines of VM n's serial console (the kernel's messages, the rollback's own notes): what a failure
+    shows when the VM cannot be reached."""
+    path = os.path.join(os.environ.get("GPUOPS_VM_DIR") or os.path.join(REPO, ".cache", "vm"), "vm%d.console" % n)
+    try:
+        with open(path, errors="replace") as handle:
+            return "".join(handle.readlines()[-lines:])
+    except OSError as error:
+        return "(no console: %s)" % error
+
+
 def monitor(n, command):
     """One command to VM n's qemu monitor (a unix socket): set_link takes a virtual cable down or up."""
     import socket
@@ -420,7 +431,8 @@ def test_change_to_the_controllers_path_is_refused_then_rolled_back(vms, ansible
         if back.returncode == 0:
             break
         time.sleep(5)
-    assert back is not None and back.returncode == 0, "the node did not come back"
+    assert back is not None and back.returncode == 0, ("the node did not come back; the play said:\n%s\nvm1's "
+                                                      "console ends:\n%s" % (cut.stdout[-2500:], console_tail(1)))
     assert owned_files(1, vms["kind"]) == before
     assert "10.0.2.15" in vm(1, "ip -4 -o addr show enp0s3").stdout
     if vms["kind"] == "networkmanager":
@@ -429,6 +441,26 @@ def test_change_to_the_controllers_path_is_refused_then_rolled_back(vms, ansible
     # The bond and VLANs survived the round trip.
     ping = vm(1, "ping -M do -s 8972 -c 2 -W 3 198.18.4.2", check=False)
     assert ping.returncode == 0, ping.stdout
+
+
+def test_restore_stops_an_apply_still_running(vms):
+    """On a slow node the change's deferred apply can outlast a short rollback timer: the restore stops it (its
+    service and everything in it, or its timer not yet fired) before putting the files back, as systemd does it."""
+    import base64
+    from ansible_collections.gpuops.fabric.plugins.module_utils._network.rollback import restore_script
+    script = restore_script(vms["kind"], "/tmp/gpuops-restore-test", [], [], [["true"]])
+    vm(2, "rm -rf /tmp/gpuops-restore-test && mkdir /tmp/gpuops-restore-test && echo %s | base64 -d > "
+          "/tmp/gpuops-restore-test/restore.sh" % base64.b64encode(script.encode()).decode())
+    vm(2, "systemd-run --quiet --unit=gpuops-fabric-apply-7 /bin/sleep 600; "
+          "systemd-run --quiet --unit=gpuops-fabric-apply-8 --on-active=600s /bin/true")
+    assert vm(2, "systemctl is-active gpuops-fabric-apply-7.service gpuops-fabric-apply-8.timer").stdout.split() == [
+        "active", "active"]
+    vm(2, "sh /tmp/gpuops-restore-test/restore.sh")
+    states = vm(2, "systemctl is-active gpuops-fabric-apply-7.service gpuops-fabric-apply-8.timer", check=False)
+    assert [s for s in states.stdout.split() if s == "active"] == [], states.stdout
+    assert vm(2, "pgrep -x sleep", check=False).returncode == 1  # the service's process is gone with it
+    assert vm(2, "test -s /tmp/gpuops-restore-test/rolled-back", check=False).returncode == 0
+    assert "gpuops-fabric: restore: true exited 0" in vm(2, "dmesg").stdout
 
 
 def lspci_express(text):

@@ -22,6 +22,8 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends im
 # ---- the controller's own path, and rollback -----------------------------------------------------------
 ROLLBACK_DIR = "/var/lib/gpuops-fabric/rollback"
 ROLLBACK_UNIT = "gpuops-fabric-rollback"
+APPLY_UNIT = "gpuops-fabric-apply"  # each deferred apply is APPLY_UNIT-<milliseconds>
+RESTORE_APPLY_TIMEOUT = 120  # seconds each of the restore's re-apply commands may take
 
 
 def connection_interface(ssh_connection, read_file=None):
@@ -72,13 +74,20 @@ def restore_script(backend, backup_dir, created, saved, commands):
     """
     lines = ["#!/bin/sh", "# Written by gpuops.fabric: undoes a network change the controller did not confirm.",
              "set -u",
-             "echo 'gpuops-fabric: network change not confirmed, restoring the previous files' >/dev/kmsg || true"]
+             "echo 'gpuops-fabric: network change not confirmed, restoring the previous files' >/dev/kmsg || true",
+             # On a slow node the change's own apply may still be running (it may take up to its apply timeout, the
+             # rollback timer may be shorter): stop it, and everything it started, before the files go back, so the
+             # two applies never run at once and the change's never finishes after the restore.
+             "systemctl stop %s %s >/dev/null 2>&1 || true" % (shell_word(APPLY_UNIT + "-*.timer"),
+                                                             shell_word(APPLY_UNIT + "-*.service"))]
     for path in created:
         lines.append("rm -f -- %s" % shell_word(path))
     for path in saved:
         lines.append("cp -p -- %s %s" % (shell_word("%s/files%s" % (backup_dir, path)), shell_word(path)))
-    for command in commands:
-        lines.append(shell_command(command) + " || true")
+    for command in commands:  # bounded: a hung apply must not keep the marker (and the node's owner) waiting
+        lines.append("timeout %d %s" % (RESTORE_APPLY_TIMEOUT, shell_command(command)))
+        lines.append("printf 'gpuops-fabric: restore: %%s exited %%d\\n' %s \"$?\" >/dev/kmsg || true"
+                     % shell_word(" ".join(command)))
     lines.append("date -u +%%Y-%%m-%%dT%%H:%%M:%%SZ > %s" % shell_word(backup_dir + "/rolled-back"))
     lines.append("echo 'gpuops-fabric: previous network configuration restored' >/dev/kmsg || true")
     return "\n".join(lines) + "\n"
@@ -187,7 +196,7 @@ def defer_apply(module, commands, timeout):
     with open(script, "w") as handle:
         handle.write("\n".join(lines) + "\n")
     os.chmod(script, 0o700)
-    unit = "gpuops-fabric-apply-%d" % int(time.time() * 1000)
+    unit = "%s-%d" % (APPLY_UNIT, int(time.time() * 1000))
     rc, out, err = module.run_command([module.get_bin_path("systemd-run", required=True), "--unit=%s" % unit,
                                        "--on-active=2s", "--timer-property=AccuracySec=100ms", "/bin/sh", script])
     if rc != 0:

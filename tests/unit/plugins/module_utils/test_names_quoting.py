@@ -80,12 +80,14 @@ def test_restore_script_runs_only_what_it_should(tmp_path, name):
     script = tmp_path / "restore.sh"
     script.write_text(restore_script("networkd", str(backup), [created], [saved], commands)
                       .replace(">/dev/kmsg", ">/dev/null"))
-    bindir, log = _shims(tmp_path, ["networkctl", "nmcli"])
+    bindir, log = _shims(tmp_path, ["networkctl", "nmcli", "systemctl"])
     env = {"PATH": "%s:/usr/bin:/bin" % bindir, "HOME": str(tmp_path)}
     result = subprocess.run(["/bin/sh", str(script)], cwd=str(tmp_path), env=env, capture_output=True, text=True,
                             timeout=30, check=False)
     assert result.returncode == 0, result.stderr
-    assert _calls(log) == [["networkctl", "reload"], ["networkctl", "reconfigure", name],
+    # the change's own apply, if still running, is stopped first; each re-apply runs under timeout
+    assert _calls(log) == [["systemctl", "stop", "gpuops-fabric-apply-*.timer", "gpuops-fabric-apply-*.service"],
+                           ["networkctl", "reload"], ["networkctl", "reconfigure", name],
                            ["nmcli", "connection", "up", "id", "gpuops-" + name]]
     with open(saved) as handle:
         assert handle.read() == "old\n"

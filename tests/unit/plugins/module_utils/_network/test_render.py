@@ -115,4 +115,6 @@ def test_restore_script_copies_files_not_directories(tmp_path):
            "/etc/netplan/60-gpuops-fabric.yaml" in script
     assert "rm -f -- /etc/netplan/new.yaml" in script
     assert " / " not in script and "/. " not in script
-    assert "netplan apply || true" in script
+    assert "\ntimeout 120 netplan apply\nprintf 'gpuops-fabric: restore: %s exited %d\\n' 'netplan apply' \"$?\"" \
+        in script  # bounded, and what it did is in the kernel's log
+    assert script.index("systemctl stop 'gpuops-fabric-apply-*.timer'") < script.index("cp -p")
