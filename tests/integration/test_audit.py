@@ -101,7 +101,7 @@ def printed_findings(stdout):
     """The lines the "Show the findings" task printed: the JSON list of the default result format, or the block of
     lines of the YAML one."""
     shown = stdout.split("TASK [Show the findings]", 1)[1].split("\nTASK [", 1)[0]
-    body = shown.split("ok: [localhost] => ", 1)[1]
+    body = re.split(r"ok: \[[^\]\n]+\] => ", shown, 1)[1]  # the first audited host's, run once on the controller
     if body.lstrip().startswith("{"):
         return json.loads(body[:body.index("\n}\n") + 3])["msg"]
     block = body.split("msg: |-\n", 1)[1]
@@ -184,6 +184,30 @@ def test_unreachable_host_is_listed_and_the_rest_audited(ansible_env, roots, tmp
     statuses = dict((h["name"], h["status"]) for h in report["hosts"])
     assert statuses == {"healthy": "audited", "gone": "unreachable"}, result.stdout[-2000:]
     assert result.returncode == 0, result.stdout[-2000:]
+
+
+def test_limit_narrows_the_audit(ansible_env, roots, tmp_path):
+    """--limit audits the hosts it names, and only them: the controller's plays run (no localhost in the limit) and
+    a host left out is neither contacted nor reported (it was reported as failed, or nothing ran at all)."""
+    inventory = write_inventory(tmp_path, {
+        "healthy": {"ansible_connection": "local", "fabric_facts_root": roots["dgx8"]},
+        "broken": {"ansible_connection": "local", "fabric_facts_root": roots["dgx8-broken"]},
+        "gone": {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
+                 "ansible_ssh_common_args": "-o ConnectTimeout=5 -o BatchMode=yes"},
+    })
+    result = playbook(ansible_env, inventory, "--limit", "healthy,broken", "-e", "fabric_report_dir=" +
+                      str(tmp_path / "r"), "-e", "fabric_audit_fail_on=never")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "[gone]" not in result.stdout, result.stdout[-3000:]
+    report = load(str(tmp_path / "r"))
+    assert dict((h["name"], h["status"]) for h in report["hosts"]) == {"healthy": "audited", "broken": "audited"}
+    assert report["summary"]["hosts"] == 2
+    assert any(f["host"] == "broken" and f["id"] == "PCIE-001" for f in report["findings"])
+    assert "2 host(s) audited" in printed_findings(result.stdout)[0]
+    one = playbook(ansible_env, inventory, "--limit", "broken", "-e", "fabric_report_dir=" + str(tmp_path / "one"),
+                   "-e", "fabric_audit_fail_on=fail")
+    assert one.returncode != 0 and "PCIE-001" in one.stdout, one.stdout[-3000:]  # the fail policy still fails the run
+    assert [h["name"] for h in load(str(tmp_path / "one"))["hosts"]] == ["broken"]
 
 
 def test_bad_policy_fails_before_any_host_is_contacted(ansible_env, roots, tmp_path):

@@ -29,3 +29,12 @@ def test_drift_lines_are_printed_before_the_run_fails(ansible_env, roots, tmp_pa
     tail = drift.stdout[drift.stdout.index("TASK [Fail when a node drifted"):]
     assert "audit failed (fail_on=fail)" in tail and "(DRIFT-001)" in tail
     assert os.path.join(report_dir, "report.html") in tail
+    # --limit: node-a alone has not drifted, and node-b (left out) is neither checked nor reported
+    limited_dir = str(tmp_path / "limited")
+    limited = subprocess.run(["ansible-playbook", "-i", inv, "gpuops.fabric.drift", "--limit", "node-a",
+                              "-e", "fabric_report_dir=" + limited_dir],
+                             env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
+                             timeout=300, cwd=REPO, check=False)
+    assert limited.returncode == 0, limited.stdout[-3000:]
+    assert [h["name"] for h in load(limited_dir)["hosts"]] == ["node-a"]
+    assert "[node-b]" not in limited.stdout

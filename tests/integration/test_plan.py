@@ -51,6 +51,14 @@ def test_plan_playbook(ansible_env, roots, tmp_path):
     assert (plan_dir / "node-tcp.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_limit_narrows_the_plan(ansible_env, roots, tmp_path):
+    """--limit plans the hosts it names (the planning play runs although localhost is not in the limit)."""
+    result = run(ansible_env, tmp_path, roots, "-e", "fabric_plan_gradient_bytes=1000000000", "--limit", "node-tcp")
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert sorted(os.listdir(str(tmp_path / "plan"))) == ["node-tcp.png", "plan.json", "plan.md"]
+    assert "node-rdma" not in result.stdout
+
+
 def test_plan_refuses_bad_input(ansible_env, roots, tmp_path):
     result = run(ansible_env, tmp_path, roots, "-e", "fabric_plan_gradient_bytes=0")
     assert result.returncode != 0
