@@ -342,15 +342,7 @@ def test_lldp_neighbours_on_the_bond_legs(vms, ansible_env, tmp_path):
     if vms["kind"] == "networkmanager":  # NetworkManager would put its port straight back into the bond
         vm(2, "nmcli device set enp0s5 managed no")
     # A flap the kernel counts for real: qemu takes vm1's enp0s5 "cable" down and up (its monitor's set_link).
-    flaps_before = int(vm(1, "cat /sys/class/net/enp0s5/carrier_changes").stdout)
-    monitor(1, "set_link d2 off")
-    time.sleep(2)
-    monitor(1, "set_link d2 on")
-    for _try in range(10):  # the guest takes the link interrupts in its own time (TCG, one CPU)
-        if int(vm(1, "cat /sys/class/net/enp0s5/carrier_changes").stdout) >= flaps_before + 2:
-            break
-        time.sleep(1)
-    assert int(vm(1, "cat /sys/class/net/enp0s5/carrier_changes").stdout) >= flaps_before + 2
+    flap(1)
     vm(2, "ip link set enp0s5 nomaster; ip link set enp0s5 up")  # a released port is left down
     try:
         deadline = time.time() + 120
@@ -387,6 +379,64 @@ def test_lldp_neighbours_on_the_bond_legs(vms, ansible_env, tmp_path):
     bond = wait_for_lacp(2)
     assert sorted(m.name for m in bond.members if m.partner_mac not in (None, "00:00:00:00:00:00")) == [
         "enp0s4", "enp0s5"], bond  # both legs back in the aggregation, each with vm1 as LACP partner
+
+
+def flap(n, link="d2", interface="enp0s5"):
+    """qemu takes VM n's virtual cable down and up (its monitor's set_link); returns once the guest's kernel has
+    counted both carrier changes."""
+    import time
+    before = int(vm(n, "cat /sys/class/net/%s/carrier_changes" % interface).stdout)
+    monitor(n, "set_link %s off" % link)
+    time.sleep(2)
+    monitor(n, "set_link %s on" % link)
+    for _try in range(15):  # the guest takes the link interrupts in its own time (TCG, one CPU)
+        if int(vm(n, "cat /sys/class/net/%s/carrier_changes" % interface).stdout) >= before + 2:
+            return
+        time.sleep(1)
+    raise AssertionError("%s of vm%d did not count the flap" % (interface, n))
+
+
+@pytest.mark.parametrize("vms", ["netplan"], indirect=True)  # the kernel counts the flap, whatever wrote the bond
+def test_a_flap_inside_the_audit_window(vms, ansible_env, tmp_path):
+    """fabric_audit_window on a real kernel: one audit reads the counters, waits, reads them again. While it waits,
+    qemu flaps vm1's enp0s5: STAB-001 names that leg, judged over the window (not since boot), and no other
+    interface, although every counter was read twice."""
+    import threading
+    import time
+    report_dir = tmp_path / "window"
+    audit = subprocess.Popen(
+        ["ansible-playbook", "-i", vms["inventory"], "gpuops.fabric.audit", "-e", "fabric_report_dir=%s" % report_dir,
+         "-e", "fabric_audit_fail_on=never", "-e", "fabric_audit_window=30"],
+        env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_TIMEOUT="60", ANSIBLE_PIPELINING="1",
+                 PYTHONUNBUFFERED="1"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+    watchdog = threading.Timer(900, audit.kill)
+    watchdog.start()
+    lines, flapped_at = [], None
+    try:
+        for line in audit.stdout:
+            lines.append(line)
+            if flapped_at is None and line.startswith("TASK [Wait fabric_audit_window seconds]"):
+                flap(1)  # the first reading is done on both VMs; the second comes 30 s after the wait began
+                flapped_at = time.time()
+        audit.wait()
+    finally:
+        watchdog.cancel()
+    output = "".join(lines)
+    assert audit.returncode == 0, output[-3000:]
+    assert flapped_at is not None, output[-3000:]
+    assert "TASK [Gather topology facts again]" in output
+    with open(str(report_dir / "report.json")) as handle:
+        report = json.load(handle)
+    flapped = [f for f in report["findings"] if f["id"] == "STAB-001"]
+    assert [(f["host"], f["subject"]) for f in flapped] == [("vm1", "enp0s5")], flapped
+    evidence = flapped[0]["evidence"]
+    assert evidence["flaps"] >= 1 and evidence["since_boot"] is False, evidence
+    assert evidence["baseline"] == "fabric_audit_window" and 25 <= evidence["window_s"] < 600, evidence
+    if vm(1, "test -e /proc/net/bonding/bond0", check=False).returncode == 0:  # the earlier tests' bond (not alone)
+        bond = wait_for_lacp(1)
+        assert sorted(m.name for m in bond.members if m.partner_mac not in (None, "00:00:00:00:00:00")) == [
+            "enp0s4", "enp0s5"], bond  # the leg is back in the aggregation for the tests after this one
 
 
 def _inventory_with_management_change(vms, tmp_path, allow):
