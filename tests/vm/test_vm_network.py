@@ -481,8 +481,9 @@ def test_change_to_the_controllers_path_is_refused_then_rolled_back(vms, ansible
         if back.returncode == 0:
             break
         time.sleep(5)
-    assert back is not None and back.returncode == 0, ("the node did not come back; the play said:\n%s\nvm1's "
-                                                      "console ends:\n%s" % (cut.stdout[-2500:], console_tail(1)))
+    said = "the node did not come back; the play said:\n%s\nvm1's console ends:\n%s" % (
+        cut.stdout[-2500:], console_tail(1))
+    assert back is not None and back.returncode == 0, said
     assert owned_files(1, vms["kind"]) == before
     assert "10.0.2.15" in vm(1, "ip -4 -o addr show enp0s3").stdout
     if vms["kind"] == "networkmanager":

@@ -78,8 +78,8 @@ def restore_script(backend, backup_dir, created, saved, commands):
              # On a slow node the change's own apply may still be running (it may take up to its apply timeout, the
              # rollback timer may be shorter): stop it, and everything it started, before the files go back, so the
              # two applies never run at once and the change's never finishes after the restore.
-             "systemctl stop %s %s >/dev/null 2>&1 || true" % (shell_word(APPLY_UNIT + "-*.timer"),
-                                                             shell_word(APPLY_UNIT + "-*.service"))]
+             "systemctl stop %s %s >/dev/null 2>&1 || true" % (
+                 shell_word(APPLY_UNIT + "-*.timer"), shell_word(APPLY_UNIT + "-*.service"))]
     for path in created:
         lines.append("rm -f -- %s" % shell_word(path))
     for path in saved:
