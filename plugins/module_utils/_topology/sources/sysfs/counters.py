@@ -15,9 +15,7 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import (
-    AER_FILE_NAMES, CONTROL_CLASSES,
-)
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import CONTROL_CLASSES
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER, parse_decimal
 
 # /sys/class/net/<if>/ and its statistics/ (include/uapi/linux/if_link.h, struct rtnl_link_stats64)
@@ -31,7 +29,6 @@ AER_FILES = (("correctable", "aer_dev_correctable"), ("nonfatal", "aer_dev_nonfa
 AER_ROOTPORT_FILES = (("rootport_correctable", "aer_rootport_total_err_cor"),
                       ("rootport_nonfatal", "aer_rootport_total_err_nonfatal"),
                       ("rootport_fatal", "aer_rootport_total_err_fatal"))
-assert set(f for _k, f in AER_FILES + AER_ROOTPORT_FILES) == set(AER_FILE_NAMES)
 AER_MAX_LINES = 64
 # A directory is listed (one read, for the types of all its files) when more of its files are wanted than this;
 # fewer are each looked at on their own (a stat: a missing one is one failed call)

@@ -10,12 +10,20 @@ import pytest
 from conftest import REPO
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.counters import (
-    NET_STATISTICS, RDMA_COUNTERS, RDMA_HW_COUNTERS, parse_aer, parse_btime, parse_counter, parse_proc_snmp_tcp,
+    AER_FILES, AER_ROOTPORT_FILES, NET_STATISTICS, RDMA_COUNTERS, RDMA_HW_COUNTERS, parse_aer, parse_btime, parse_counter, parse_proc_snmp_tcp,
     parse_uptime,
 )
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import AER_FILE_NAMES
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.reader import SysfsReader
 
 DATA = os.path.join(REPO, "tests", "fixtures", "realdata")
+
+
+def test_the_pci_walk_lists_exactly_the_aer_files_the_counters_read():
+    """The PCI walk keeps the types of AER_FILE_NAMES for the counters; a file named in one list and not the
+    other would be read without its type or never read."""
+    read = sorted(name for _key, name in AER_FILES + AER_ROOTPORT_FILES)
+    assert read == sorted(AER_FILE_NAMES)
 
 
 def text(*parts):
