@@ -186,6 +186,20 @@ def test_unreachable_host_is_listed_and_the_rest_audited(ansible_env, roots, tmp
     assert result.returncode == 0, result.stdout[-2000:]
 
 
+def test_every_host_unreachable_still_gives_a_report(ansible_env, tmp_path):
+    """No host answers: the controller's plays still run on the controller, and the report names each host as
+    unreachable (an empty run with exit 0 would read as a clean audit)."""
+    gone = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
+            "ansible_ssh_common_args": "-o ConnectTimeout=5 -o BatchMode=yes"}
+    inventory = write_inventory(tmp_path, {"gone1": dict(gone), "gone2": dict(gone)})
+    result = playbook(ansible_env, inventory, "-e", "fabric_report_dir=" + str(tmp_path / "r"))
+    report = load(str(tmp_path / "r"))
+    assert dict((h["name"], h["status"]) for h in report["hosts"]) == {"gone1": "unreachable",
+                                                                      "gone2": "unreachable"}, result.stdout[-2000:]
+    assert printed_findings(result.stdout)[0].startswith("0 host(s) audited, 2 unreachable, 0 failed"), \
+        result.stdout[-2000:]
+
+
 def test_limit_narrows_the_audit(ansible_env, roots, tmp_path):
     """--limit audits the hosts it names, and only them: the controller's plays run (no localhost in the limit) and
     a host left out is neither contacted nor reported (it was reported as failed, or nothing ran at all)."""
