@@ -194,8 +194,8 @@ def test_every_host_unreachable_still_gives_a_report(ansible_env, tmp_path):
     inventory = write_inventory(tmp_path, {"gone1": dict(gone), "gone2": dict(gone)})
     result = playbook(ansible_env, inventory, "-e", "fabric_report_dir=" + str(tmp_path / "r"))
     report = load(str(tmp_path / "r"))
-    assert dict((h["name"], h["status"]) for h in report["hosts"]) == {"gone1": "unreachable",
-                                                                      "gone2": "unreachable"}, result.stdout[-2000:]
+    statuses = dict((h["name"], h["status"]) for h in report["hosts"])
+    assert statuses == {"gone1": "unreachable", "gone2": "unreachable"}, result.stdout[-2000:]
     assert printed_findings(result.stdout)[0].startswith("0 host(s) audited, 2 unreachable, 0 failed"), \
         result.stdout[-2000:]
 
