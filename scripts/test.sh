@@ -5,6 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$PWD/.venv/bin:$PATH"
+# galaxy-importer for tests/integration/test_publishable.py, apart from the main environment (it pins its own)
+importer_stamp=.cache/importer-venv/.requirements-$(sha256sum < tests/importer-requirements.txt | cut -c1-16)
+if [ ! -f "$importer_stamp" ]; then
+  rm -rf .cache/importer-venv
+  python -m venv .cache/importer-venv
+  .cache/importer-venv/bin/python -m pip install -q -r tests/importer-requirements.txt
+  touch "$importer_stamp"
+fi
 
 echo "== pytest"
 python -m pytest tests --durations=25
