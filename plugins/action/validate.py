@@ -14,7 +14,7 @@ from ansible.errors import AnsibleActionFail
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.inputs import host_input
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.formats import (
-    FILENAMES, FORMATS, REPORT_RENDERERS as RENDERERS,
+    FILENAMES, FORMATS, REPORT_RENDERERS as RENDERERS, TEXTFILE_NAME,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import clip, finding_lines
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import (
@@ -25,6 +25,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str"),
     report_dir=dict(type="path"),
+    prometheus_textfile_dir=dict(type="str"),
     formats=dict(type="list", elements="str", choices=list(FORMATS), default=list(FORMATS)),
     fail_on=dict(type="str", choices=["fail", "warn", "never"]),
     fail_task=dict(type="bool", default=True),
@@ -50,8 +51,11 @@ class ActionModule(ControllerAction):
 
         inputs = dict((host, host_input(hostvars[host], args["drift"])) for host in hosts)
 
+        textfile_dir, textfile_error = self._textfile_dir(args, task_vars)
         if args["validate_only"]:
             normalized, errors = validate_inputs(inputs)
+            if textfile_error:
+                errors = list(errors) + [textfile_error]
             if errors:
                 raise AnsibleActionFail("fabric policy is invalid:\n" + "\n".join(errors))
             warnings = policy_warnings(normalized, today)
@@ -73,13 +77,21 @@ class ActionModule(ControllerAction):
                                            % (host["name"], len(host["facts_warnings"]), host["facts_warnings"][0])))
         report_dir = args["report_dir"] or task_vars.get("fabric_report_dir") or "fabric-report"
         report_dir = os.path.abspath(os.path.expanduser(report_dir))
+        if textfile_error:
+            raise AnsibleActionFail(textfile_error)
         files = self._write(report, report_dir, args["formats"])
+        written = list(files)
+        if textfile_dir:
+            path = os.path.join(textfile_dir, TEXTFILE_NAME)
+            # atomically (a temporary name outside *.prom, then a rename): the collector never reads half a file
+            write_atomic(path, RENDERERS["prom"](report), "0644")
+            written.append(path)
         fail_on = args["fail_on"] or task_vars.get("fabric_audit_fail_on") or "fail"
         summary = report["summary"]
         result.update(
             changed=False,
             summary=summary,
-            report_files=files,
+            report_files=written,
             findings=[f for f in report["findings"] if not f.get("waived")],
             lines=finding_lines(report),
             msg="%d host(s) audited, %d unreachable, %d failed: %d fail, %d warn, %d info finding(s), %d waived; "
@@ -95,6 +107,25 @@ class ActionModule(ControllerAction):
                 result["failed"] = True
                 result["msg"] = "audit failed (fail_on=%s): %s" % (fail_on, result["msg"])
         return result
+
+    @staticmethod
+    def _textfile_dir(args, task_vars):
+        """(folder, None) of O(prometheus_textfile_dir) or fabric_prometheus_textfile_dir, (None, None) when unset,
+        (None, error) when it is not an existing folder given as an absolute path."""
+        value = args["prometheus_textfile_dir"]
+        key = "prometheus_textfile_dir"
+        if value is None:
+            value, key = task_vars.get("fabric_prometheus_textfile_dir"), "fabric_prometheus_textfile_dir"
+        if value is None or value == "":
+            return None, None
+        if not isinstance(value, str) or "\0" in value or not os.path.isabs(value):
+            return None, "%s: %r is not an absolute path (node_exporter's --collector.textfile.directory)" % (
+                key, value)
+        path = os.path.normpath(value)
+        if not os.path.isdir(path):
+            return None, "%s: %r is not a directory (node_exporter's --collector.textfile.directory; it is not " \
+                         "created)" % (key, value)
+        return path, None
 
     def _collection_version(self):
         try:

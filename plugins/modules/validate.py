@@ -20,8 +20,12 @@ description:
     Run with O(validate_only=true) in a play before any host is contacted.
   - A waiver names a rule id, a host pattern, optionally a subject pattern, a reason and an expiry date. An
     expired waiver stops hiding its finding and the finding says so.
-  - Writes C(report.json), C(report.md), C(junit.xml) and C(report.html) to O(report_dir) on the controller
-    (atomically). Nothing is changed on any host; reports are written in check mode too.
+  - Writes C(report.json), C(report.md), C(junit.xml), C(report.html) and C(metrics.prom) to O(report_dir) on the
+    controller (atomically). Nothing is changed on any host; reports are written in check mode too.
+  - C(metrics.prom) is the audit in Prometheus' text format, as node_exporter's textfile collector reads it (findings
+    per host, rule and severity; hosts by status; each GPU's and NIC's PCIe link generation, width and bandwidth;
+    each interface's speed, MTU and state; the stability counters' growth and rates). With
+    O(prometheus_textfile_dir) it is also written there as C(gpuops_fabric.prom), atomically.
   - Hosts whose facts step was unreachable or failed (register it as C(fabric_audit_gather) with
     C(ignore_unreachable)/C(ignore_errors)) are listed with that status; the others are still audited.
   - This is an action plugin; the module file only carries its documentation.
@@ -48,12 +52,21 @@ options:
       - Directory on the controller for the reports; created when missing.
       - Defaults to the C(fabric_report_dir) variable, else C(fabric-report) in the current directory.
     type: path
+  prometheus_textfile_dir:
+    description:
+      - node_exporter's textfile collector directory (its C(--collector.textfile.directory)) on the controller;
+        the metrics are also written there as C(gpuops_fabric.prom), atomically (a temporary name outside C(*.prom),
+        then a rename), so that the collector never reads half a file.
+      - Defaults to the C(fabric_prometheus_textfile_dir) variable; unset, nothing is written there.
+      - An absolute path to an existing directory; anything else fails the task (with O(validate_only) too, before
+        any host is contacted).
+    type: str
   formats:
     description: Which reports to write.
     type: list
     elements: str
-    choices: [json, md, junit, html]
-    default: [json, md, junit, html]
+    choices: [json, md, junit, html, prom]
+    default: [json, md, junit, html, prom]
   fail_on:
     description:
       - Fail the task when findings of this severity remain (not waived). C(fail) fails on fail findings,

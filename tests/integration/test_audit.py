@@ -11,7 +11,7 @@ import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GOLDEN_DEMO = os.path.join(REPO, "tests", "fixtures", "golden_demo")
-GOLDEN_FILES = ("report.json", "report.md", "junit.xml")
+GOLDEN_FILES = ("report.json", "report.md", "junit.xml", "metrics.prom")
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)")
 
 
@@ -59,7 +59,7 @@ def test_demo_audit_twice_and_in_check_mode(ansible_env, roots, tmp_path):
     expired = [f for f in report["findings"] if f.get("waiver_expired")]
     assert expired and all(f["host"] == "ibm-s822lc-p100" and not f["waived"] for f in expired)
     assert not [f for f in report["findings"] if f["host"] == "dgx8-handwritten"]
-    for name in ("report.json", "report.md", "junit.xml", "report.html"):
+    for name in ("report.json", "report.md", "junit.xml", "report.html", "metrics.prom"):
         assert os.path.getsize(os.path.join(first_dir, name)) > 0
 
     # the second run leaves out the machine it runs on (its live sysfs differs between machines): the rest of the

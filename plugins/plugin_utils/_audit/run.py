@@ -17,6 +17,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline impo
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import evaluate_host, evaluate_inventory
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import observed
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import link_rows
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import (
     apply_waivers, named_hosts, read_cabling, read_networks, validate_expectations, validate_waiver_horizon,
     validate_waivers, waiver_warnings,
@@ -149,6 +150,8 @@ def run_audit(inputs, today, generated_at, version=None):
     # each host's counters as read now: this report is the next audit's baseline
     report["counters"] = dict((h, audited[h][0].get("counters")) for h in sorted(audited)
                               if isinstance(audited[h][0].get("counters"), dict))
+    # the key link facts, per GPU and interface (the Prometheus metrics are made from them)
+    report["links"] = link_rows(dict((h, audited[h][0]) for h in audited))
     report["baseline"] = [{"path": p, "generated_at": baselines[p]["generated_at"], "hosts": len(baseline_hosts[p]),
                            "usable": not baselines[p]["problem"]} for p in sorted(baselines)]
     return report, []
@@ -262,6 +265,7 @@ def failure_message(report, fail_on, report_dir, files=()):
     shown = ", ".join(rules[:3]) + (" +%d more" % (len(rules) - 3) if len(rules) > 3 else "")
     names = [os.path.basename(f) for f in files] or ["report.json", "report.md", "junit.xml", "report.html"]
     preferred = ("report.html", "report.md", "report.json", "junit.xml")
+    names = [n for n in names if n in preferred] or names  # the ones people read (metrics.prom is for Prometheus)
     names.sort(key=lambda n: preferred.index(n) if n in preferred else len(preferred))
     hosts = len(set(f["host"] for f in remaining if f["host"]))
     return "audit failed (fail_on=%s): %d fail, %d warn finding(s) on %d host(s)%s; reports: %s%s" % (

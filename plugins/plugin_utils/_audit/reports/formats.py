@@ -13,7 +13,12 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.html_
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.json_report import render_json
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.junit_report import render_junit
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.markdown_report import render_markdown
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.prometheus_report import render_prometheus
 
-FORMATS = ("json", "md", "junit", "html")
-FILENAMES = {"json": "report.json", "md": "report.md", "junit": "junit.xml", "html": "report.html"}
-REPORT_RENDERERS = {"json": render_json, "md": render_markdown, "junit": render_junit, "html": render_html}
+FORMATS = ("json", "md", "junit", "html", "prom")
+FILENAMES = {"json": "report.json", "md": "report.md", "junit": "junit.xml", "html": "report.html",
+             "prom": "metrics.prom"}
+REPORT_RENDERERS = {"json": render_json, "md": render_markdown, "junit": render_junit, "html": render_html,
+                    "prom": render_prometheus}
+# node_exporter's textfile collector reads the files of its folder that end in .prom
+TEXTFILE_NAME = "gpuops_fabric.prom"

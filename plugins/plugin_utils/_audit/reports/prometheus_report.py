@@ -1,0 +1,148 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""The audit in Prometheus' text exposition format (version 0.0.4), as node_exporter's textfile collector reads it:
+every family a gauge with its HELP and TYPE, no timestamps (the collector refuses them; it exports the file's mtime
+as node_textfile_mtime_seconds, which says how old the audit is), every label value escaped, families in a fixed
+order and samples sorted, so one audit gives one file."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import number_in
+
+SEVERITIES = ("fail", "warn", "info")
+HOST_STATES = ("audited", "unreachable", "failed")
+# the stability section's counts, by the name of the label value
+STABILITY_COUNTS = ("link_flaps", "interface_errors", "interface_drops", "pcie_correctable", "pcie_uncorrectable",
+                    "rdma_errors", "nic_discards", "nic_errors", "pause_frames", "tcp_retrans_segs")
+COUNT_MAX = 1 << 64
+# metric name: (help, [(labels dict, value)]) filled in below; this order is the file's
+FAMILIES = (
+    ("gpuops_fabric_hosts", "Hosts of the audit by status (audited, unreachable, failed)."),
+    ("gpuops_fabric_host_status", "1 for each host, labelled with its status in the audit."),
+    ("gpuops_fabric_host_findings", "Findings not waived on a host, by severity (0 included)."),
+    ("gpuops_fabric_host_findings_waived", "Findings waived on a host."),
+    ("gpuops_fabric_rule_findings", "Findings not waived, by host, rule and severity (host empty for the "
+                                    "inventory's own)."),
+    ("gpuops_fabric_pcie_link_generation", "PCIe generation a GPU's or NIC's link runs at now."),
+    ("gpuops_fabric_pcie_link_max_generation", "Highest PCIe generation the link supports."),
+    ("gpuops_fabric_pcie_link_width", "PCIe lanes the link runs with now."),
+    ("gpuops_fabric_pcie_link_max_width", "Most PCIe lanes the link supports."),
+    ("gpuops_fabric_pcie_link_bytes_per_second", "Usable one-direction bandwidth of the link now (bytes/s)."),
+    ("gpuops_fabric_pcie_link_max_bytes_per_second", "Usable one-direction bandwidth of the link at its best "
+                                                     "(bytes/s)."),
+    ("gpuops_fabric_nic_speed_bytes_per_second", "Link speed of an interface as the kernel reports it (bytes/s)."),
+    ("gpuops_fabric_nic_mtu_bytes", "MTU of an interface."),
+    ("gpuops_fabric_nic_up", "1 when the interface's operstate is up, 0 when it is another known state."),
+    ("gpuops_fabric_stability_window_seconds", "Seconds the stability counts cover (the audit window, since the "
+                                               "baseline, or since boot)."),
+    ("gpuops_fabric_stability_growth", "Growth of a stability counter over the window (the stability section)."),
+    ("gpuops_fabric_stability_rate_per_second", "Growth of a stability counter per second of the window."),
+    ("gpuops_fabric_tcp_retransmit_ratio", "Share of the host's TCP segments sent again over the window."),
+)
+
+
+def escape_label(value):
+    return str(value).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
+
+
+def escape_help(text):
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _value(value):
+    if isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "NaN"
+    return repr(float(value))
+
+
+def _sample(name, labels, value):
+    if not labels:
+        return "%s %s" % (name, _value(value))
+    return "%s{%s} %s" % (name, ",".join('%s="%s"' % (k, escape_label(v)) for k, v in labels), _value(value))
+
+
+def _samples(report):
+    found = dict((name, {}) for name, _help in FAMILIES)
+
+    def put(name, labels, value):
+        if value is None:
+            return
+        # one sample per label set: the first stands (the rows are sorted, so which one is fixed)
+        found[name].setdefault(tuple((k, "" if v is None else str(v)) for k, v in labels), value)
+
+    summary = report.get("summary") or {}
+    for state in HOST_STATES:
+        put("gpuops_fabric_hosts", [("status", state)], number_in(summary.get(state), 0, COUNT_MAX) or 0)
+    for host in report.get("hosts") or []:
+        name = host.get("name")
+        put("gpuops_fabric_host_status", [("host", name), ("status", host.get("status"))], 1)
+        if host.get("status") == "audited":
+            for severity in SEVERITIES:
+                put("gpuops_fabric_host_findings", [("host", name), ("severity", severity)],
+                    number_in((host.get("counts") or {}).get(severity), 0, COUNT_MAX) or 0)
+            put("gpuops_fabric_host_findings_waived", [("host", name)], number_in(host.get("waived"), 0, COUNT_MAX) or 0)
+    per_rule = {}
+    for finding in report.get("findings") or []:
+        if finding.get("waived"):
+            continue
+        key = (finding.get("host") or "", finding.get("id"), finding.get("severity"))
+        per_rule[key] = per_rule.get(key, 0) + 1
+    for (host, rule, severity), count in per_rule.items():
+        put("gpuops_fabric_rule_findings", [("host", host), ("rule", rule), ("severity", severity)], count)
+    for row in report.get("links") or []:
+        labels = [("host", row["host"]), ("device", row["device"]), ("kind", row["kind"]),
+                  ("address", row.get("address") or "")]
+        pcie = row.get("pcie") or {}
+        for side, infix in (("current", ""), ("max", "max_")):
+            link = pcie.get(side) or {}
+            put("gpuops_fabric_pcie_link_%sgeneration" % infix, labels, link.get("generation"))
+            put("gpuops_fabric_pcie_link_%swidth" % infix, labels, link.get("width"))
+            rate = link.get("gbytes_per_s")
+            put("gpuops_fabric_pcie_link_%sbytes_per_second" % infix, labels,
+                None if rate is None else int(round(rate * 1e9)))
+        if row["kind"] == "nic":
+            nic = [("host", row["host"]), ("interface", row["device"]), ("kind", row.get("interface_kind") or "")]
+            speed = row.get("speed_mbps")
+            put("gpuops_fabric_nic_speed_bytes_per_second", nic, None if speed is None else int(speed) * 125000)
+            put("gpuops_fabric_nic_mtu_bytes", nic, row.get("mtu"))
+            state = row.get("operstate")
+            put("gpuops_fabric_nic_up", nic, None if state in (None, "unknown") else int(state == "up"))
+    for row in report.get("stability") or []:
+        host = row.get("host")
+        window = number_in(row.get("window_s"), 0, COUNT_MAX)
+        put("gpuops_fabric_stability_window_seconds", [("host", host)], window)
+        counts, per_hour = row.get("counts") or {}, row.get("per_hour") or {}
+        for counter in STABILITY_COUNTS:
+            put("gpuops_fabric_stability_growth", [("host", host), ("counter", counter)],
+                number_in(counts.get(counter), 0, COUNT_MAX))
+            rate = number_in(per_hour.get(counter), 0, COUNT_MAX)
+            put("gpuops_fabric_stability_rate_per_second", [("host", host), ("counter", counter)],
+                None if rate is None else rate / 3600.0)
+        percent = number_in(row.get("tcp_retransmit_percent"), 0, 100)
+        put("gpuops_fabric_tcp_retransmit_ratio", [("host", host)], None if percent is None else percent / 100.0)
+    return found
+
+
+def render_prometheus(report):
+    """The text of a node_exporter textfile (a ``.prom`` file) for ``report``."""
+    found = _samples(report)
+    lines = []
+    for name, text in FAMILIES:
+        if not found[name]:
+            continue
+        lines.append("# HELP %s %s" % (name, escape_help(text)))
+        lines.append("# TYPE %s gauge" % name)
+        for labels in sorted(found[name]):
+            lines.append(_sample(name, labels, found[name][labels]))
+    return "\n".join(lines) + "\n"
