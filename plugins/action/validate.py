@@ -77,14 +77,24 @@ class ActionModule(ControllerAction):
                                            % (host["name"], len(host["facts_warnings"]), host["facts_warnings"][0])))
         report_dir = args["report_dir"] or task_vars.get("fabric_report_dir") or "fabric-report"
         report_dir = os.path.abspath(os.path.expanduser(report_dir))
-        if textfile_error:
-            raise AnsibleActionFail(textfile_error)
         files = self._write(report, report_dir, args["formats"])
         written = list(files)
-        if textfile_dir:
+        if textfile_error:  # the folder went away since the policy was checked: the reports stand
+            raise AnsibleActionFail(textfile_error)
+        textfile_skipped = None
+        if textfile_dir and args["drift"]:
+            # the drift run's findings are not the audit's: node_exporter keeps serving the last audit
+            textfile_skipped = "drift runs leave the Prometheus textfile to the audit"
+        elif textfile_dir and self._play_context.check_mode:
+            textfile_skipped = "check mode: %s not written" % os.path.join(textfile_dir, TEXTFILE_NAME)
+        elif textfile_dir:
             path = os.path.join(textfile_dir, TEXTFILE_NAME)
-            # atomically (a temporary name outside *.prom, then a rename): the collector never reads half a file
-            write_atomic(path, RENDERERS["prom"](report), "0644")
+            try:
+                # atomically (a temporary name outside *.prom, then a rename): the collector never reads half a file
+                write_atomic(path, RENDERERS["prom"](report), "0644")
+            except (IOError, OSError) as exc:
+                raise AnsibleActionFail("fabric_prometheus_textfile_dir: cannot write %s: %s (the reports are in %s)"
+                                        % (path, exc.strerror or exc, report_dir))
             written.append(path)
         fail_on = args["fail_on"] or task_vars.get("fabric_audit_fail_on") or "fail"
         summary = report["summary"]
@@ -92,6 +102,7 @@ class ActionModule(ControllerAction):
             changed=False,
             summary=summary,
             report_files=written,
+            textfile_skipped=textfile_skipped,
             findings=[f for f in report["findings"] if not f.get("waived")],
             lines=finding_lines(report),
             msg="%d host(s) audited, %d unreachable, %d failed: %d fail, %d warn, %d info finding(s), %d waived; "
@@ -125,6 +136,12 @@ class ActionModule(ControllerAction):
         if not os.path.isdir(path):
             return None, "%s: %r is not a directory (node_exporter's --collector.textfile.directory; it is not " \
                          "created)" % (key, value)
+        if not os.access(path, os.W_OK | os.X_OK):
+            return None, "%s: %r is not writable by this user (node_exporter's textfile folder is often root's)" % (
+                key, value)
+        target = os.path.join(path, TEXTFILE_NAME)
+        if os.path.isdir(target) and not os.path.islink(target):  # a rename cannot replace a folder
+            return None, "%s: %r holds a directory named %s" % (key, value, TEXTFILE_NAME)
         return path, None
 
     def _collection_version(self):

@@ -58,8 +58,9 @@ options:
         the metrics are also written there as C(gpuops_fabric.prom), atomically (a temporary name outside C(*.prom),
         then a rename), so that the collector never reads half a file.
       - Defaults to the C(fabric_prometheus_textfile_dir) variable; unset, nothing is written there.
-      - An absolute path to an existing directory; anything else fails the task (with O(validate_only) too, before
-        any host is contacted).
+      - An absolute path to an existing directory this user can write; anything else fails the task (with
+        O(validate_only) too, before any host is contacted).
+      - Not written in check mode, nor by a drift run (O(drift)), whose findings are not the audit's.
     type: str
   formats:
     description: Which reports to write.
@@ -162,6 +163,13 @@ report_files:
   type: list
   elements: str
   sample: [/work/fabric-report/report.json, /work/fabric-report/report.md]
+textfile_skipped:
+  description:
+    - Why the Prometheus textfile in O(prometheus_textfile_dir) was not written (check mode, or a drift run, whose
+      findings are not the audit's); null when it was written or none is set.
+  returned: when evaluated
+  type: str
+  sample: "check mode: /var/lib/prometheus/node-exporter/gpuops_fabric.prom not written"
 audit_failed:
   description: Whether findings at or above O(fail_on) remain (the task fails on it unless O(fail_task=false)).
   returned: when evaluated

@@ -16,10 +16,14 @@ def test_drift_lines_are_printed_before_the_run_fails(ansible_env, roots, tmp_pa
     (netdir / "60-gpuops-bond1.network").write_text((netdir / "60-gpuops-bond1.network").read_text()
                                                     .replace("MTUBytes=9000", "MTUBytes=1500"))
     report_dir = str(tmp_path / "report")
-    drift = subprocess.run(["ansible-playbook", "-i", inv, "gpuops.fabric.drift", "-e", "fabric_report_dir=" + report_dir],
+    textfile = tmp_path / "textfile"  # node_exporter's: the drift run's findings are not the audit's
+    textfile.mkdir()
+    drift = subprocess.run(["ansible-playbook", "-i", inv, "gpuops.fabric.drift", "-e", "fabric_report_dir=" + report_dir,
+                            "-e", "fabric_prometheus_textfile_dir=" + str(textfile)],
                            env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
                            timeout=300, cwd=REPO, check=False)
     assert drift.returncode != 0
+    assert os.listdir(str(textfile)) == []
     drifted = [f for f in load(report_dir)["findings"] if f["id"] == "DRIFT-001"]
     assert [(f["host"], f["subject"]) for f in drifted] == [("node-b", "/etc/systemd/network/60-gpuops-bond1.network")]
     printed = printed_findings(drift.stdout)

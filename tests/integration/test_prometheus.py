@@ -107,3 +107,45 @@ def test_a_textfile_folder_that_is_not_one_fails_before_any_host(ansible_env, ro
     assert "fabric_prometheus_textfile_dir: %r is not" % value in result.stdout, result.stdout[-3000:]
     assert "TASK [Gather topology facts]" not in result.stdout
     assert not os.path.exists(str(tmp_path / "r"))
+
+
+def test_a_directory_at_the_textfile_name_fails_before_any_host(ansible_env, roots, tmp_path):
+    textfile = tmp_path / "textfile"
+    (textfile / "gpuops_fabric.prom").mkdir(parents=True)
+    inventory = write_inventory(tmp_path, {"healthy": {"ansible_connection": "local",
+                                                       "fabric_facts_root": roots["dgx8"]}})
+    result = playbook(ansible_env, inventory, "-e", "fabric_report_dir=" + str(tmp_path / "r"),
+                      "-e", "fabric_prometheus_textfile_dir=" + str(textfile))
+    assert result.returncode != 0
+    assert "fabric_prometheus_textfile_dir: %r holds a directory named gpuops_fabric.prom" % str(textfile) in \
+        result.stdout, result.stdout[-3000:]
+    assert "TASK [Gather topology facts]" not in result.stdout
+
+
+def test_check_mode_writes_the_reports_but_not_the_textfile(ansible_env, roots, tmp_path):
+    textfile = tmp_path / "textfile"
+    textfile.mkdir()
+    inventory = write_inventory(tmp_path, {"healthy": {"ansible_connection": "local",
+                                                       "fabric_facts_root": roots["dgx8"]}})
+    result = playbook(ansible_env, inventory, "--check", "-e", "fabric_report_dir=" + str(tmp_path / "r"),
+                      "-e", "fabric_prometheus_textfile_dir=" + str(textfile))
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert (tmp_path / "r" / "metrics.prom").exists()
+    assert os.listdir(str(textfile)) == []
+
+
+def test_the_option_is_checked_like_the_variable(tmp_path):
+    """The action's own check of O(prometheus_textfile_dir), which wins over the variable."""
+    from ansible_collections.gpuops.fabric.plugins.action.validate import ActionModule
+    check = ActionModule._textfile_dir  # pylint: disable=protected-access
+    (tmp_path / "a-file").write_text("")
+    good = str(tmp_path)
+    assert check({"prometheus_textfile_dir": None}, {}) == (None, None)
+    assert check({"prometheus_textfile_dir": None}, {"fabric_prometheus_textfile_dir": good}) == (good, None)
+    assert check({"prometheus_textfile_dir": good + "/"}, {"fabric_prometheus_textfile_dir": "rel"}) == (good, None)
+    for bad, why in (("rel", "is not an absolute path"), (str(tmp_path / "a-file"), "is not a directory"),
+                     (str(tmp_path / "none"), "is not a directory"), ("/tmp/\0x", "is not an absolute path")):
+        folder, error = check({"prometheus_textfile_dir": bad}, {})
+        assert folder is None and error.startswith("prometheus_textfile_dir: %r %s" % (bad, why)), error
+    folder, error = check({"prometheus_textfile_dir": None}, {"fabric_prometheus_textfile_dir": ["/x"]})
+    assert folder is None and error.startswith("fabric_prometheus_textfile_dir: ['/x'] is not"), error

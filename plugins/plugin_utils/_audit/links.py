@@ -30,7 +30,11 @@ def number_in(value, low, high):
 
 
 def _text(value):
-    return value[:MAX_NAME] if isinstance(value, str) and value else None
+    """A name for the reports: at most MAX_NAME characters, valid UTF-8 (a byte that is not, which a node's
+    listing carries as a lone surrogate, is written as its escape ``\\udcff``); None when not a non-empty string."""
+    if not isinstance(value, str) or not value:
+        return None
+    return value[:MAX_NAME].encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _pcie(link):
@@ -64,22 +68,23 @@ def link_rows(facts_by_host):
             name = ("gpu%d" % index) if isinstance(index, int) else address
             if not name:
                 continue
-            gpus.append({"host": host, "device": name, "kind": _text(gpu.get("kind")) or "gpu", "address": address,
-                         "model": _text(gpu.get("name")), "pcie": _pcie(gpu.get("link"))})
+            gpus.append({"host": host, "class": "gpu", "device": name, "kind": _text(gpu.get("kind")) or "gpu",
+                         "address": address, "model": _text(gpu.get("name")), "pcie": _pcie(gpu.get("link"))})
         for nic in facts.get("nics") if isinstance(facts.get("nics"), list) else []:
             if not isinstance(nic, dict) or nic.get("kind") == "loopback" or not _text(nic.get("name")):
                 continue
             operstate = _text(nic.get("operstate"))
-            nics.append({"host": host, "device": _text(nic.get("name")), "kind": "nic",
+            nics.append({"host": host, "class": "nic", "device": _text(nic.get("name")), "kind": "nic",
                          "interface_kind": _text(nic.get("kind")), "address": _text(nic.get("address")),
                          "speed_mbps": number_in(nic.get("speed_mbps"), 1, SPEED_MBPS_MAX),
                          "mtu": number_in(nic.get("mtu"), 1, MTU_MAX), "operstate": operstate,
                          "pcie": _pcie(nic.get("pci_link"))})
         seen = set()
         for row in sorted(gpus, key=lambda r: (r["device"], r["address"] or "")) + \
-                sorted(nics, key=lambda r: r["device"]):
-            if (row["kind"] == "nic", row["device"]) in seen:  # two facts of one name: the first stands
-                continue
-            seen.add((row["kind"] == "nic", row["device"]))
-            rows.append(row)
+                sorted(nics, key=lambda r: (r["device"], r["address"] or "")):
+            # a GPU and an interface never hide each other; two facts of one name and address: the first stands
+            key = (row["class"], row["device"], row["address"])
+            if key not in seen:
+                seen.add(key)
+                rows.append(row)
     return rows

@@ -22,6 +22,11 @@ HOST_STATES = ("audited", "unreachable", "failed")
 STABILITY_COUNTS = ("link_flaps", "interface_errors", "interface_drops", "pcie_correctable", "pcie_uncorrectable",
                     "rdma_errors", "nic_discards", "nic_errors", "pause_frames", "tcp_retrans_segs")
 COUNT_MAX = 1 << 64
+# the kernel's operstates (Documentation/networking/operstates.rst): up is 1, the others 0, anything else unknown
+OPERSTATES = ("up", "down", "dormant", "lowerlayerdown", "notpresent", "testing")
+# the stability section's basis, as the label value: growth over the audit's window, since the baseline report, or
+# since boot (lifetime totals: a boot's own link bounces and training are in them)
+BASES = (("fabric_audit_window", "window"), ("fabric_audit_baseline", "baseline"), ("since boot", "boot"))
 # metric name: (help, [(labels dict, value)]) filled in below; this order is the file's
 FAMILIES = (
     ("gpuops_fabric_hosts", "Hosts of the audit by status (audited, unreachable, failed)."),
@@ -40,20 +45,27 @@ FAMILIES = (
     ("gpuops_fabric_nic_speed_bytes_per_second", "Link speed of an interface as the kernel reports it (bytes/s)."),
     ("gpuops_fabric_nic_mtu_bytes", "MTU of an interface."),
     ("gpuops_fabric_nic_up", "1 when the interface's operstate is up, 0 when it is another known state."),
-    ("gpuops_fabric_stability_window_seconds", "Seconds the stability counts cover (the audit window, since the "
-                                               "baseline, or since boot)."),
-    ("gpuops_fabric_stability_growth", "Growth of a stability counter over the window (the stability section)."),
+    ("gpuops_fabric_stability_window_seconds", "Seconds the stability counts cover; basis: window (the audit's "
+                                               "fabric_audit_window), baseline (since fabric_audit_baseline) or "
+                                               "boot (since boot: lifetime totals)."),
+    ("gpuops_fabric_stability_growth", "Growth of a stability counter over the window (the stability section); "
+                                       "basis boot: the total since boot."),
     ("gpuops_fabric_stability_rate_per_second", "Growth of a stability counter per second of the window."),
     ("gpuops_fabric_tcp_retransmit_ratio", "Share of the host's TCP segments sent again over the window."),
 )
 
 
+def _utf8(text):
+    """``text`` that encodes as UTF-8: a lone surrogate (a byte of a name that was not UTF-8) becomes its escape."""
+    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def escape_label(value):
-    return str(value).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
+    return _utf8(value).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
 
 
 def escape_help(text):
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
+    return _utf8(text).replace("\\", "\\\\").replace("\n", "\\n")
 
 
 def _value(value):
@@ -111,26 +123,31 @@ def _samples(report):
             rate = link.get("gbytes_per_s")
             put("gpuops_fabric_pcie_link_%sbytes_per_second" % infix, labels,
                 None if rate is None else int(round(rate * 1e9)))
-        if row["kind"] == "nic":
-            nic = [("host", row["host"]), ("interface", row["device"]), ("kind", row.get("interface_kind") or "")]
+        if row.get("class") == "nic":
+            # device: the interface, as node_exporter's node_network_* metrics name it
+            nic = [("host", row["host"]), ("device", row["device"]), ("kind", row.get("interface_kind") or "")]
             speed = row.get("speed_mbps")
-            put("gpuops_fabric_nic_speed_bytes_per_second", nic, None if speed is None else int(speed) * 125000)
+            put("gpuops_fabric_nic_speed_bytes_per_second", nic, None if speed is None else int(round(speed * 125000)))
             put("gpuops_fabric_nic_mtu_bytes", nic, row.get("mtu"))
             state = row.get("operstate")
-            put("gpuops_fabric_nic_up", nic, None if state in (None, "unknown") else int(state == "up"))
+            put("gpuops_fabric_nic_up", nic, int(state == "up") if state in OPERSTATES else None)
     for row in report.get("stability") or []:
         host = row.get("host")
+        basis = [label for prefix, label in BASES if str(row.get("basis") or "").startswith(prefix)]
+        if not basis:
+            continue
+        labels = [("host", host), ("basis", basis[0])]
         window = number_in(row.get("window_s"), 0, COUNT_MAX)
-        put("gpuops_fabric_stability_window_seconds", [("host", host)], window)
-        counts, per_hour = row.get("counts") or {}, row.get("per_hour") or {}
+        put("gpuops_fabric_stability_window_seconds", labels, window)
+        counts = row.get("counts") or {}
         for counter in STABILITY_COUNTS:
-            put("gpuops_fabric_stability_growth", [("host", host), ("counter", counter)],
-                number_in(counts.get(counter), 0, COUNT_MAX))
-            rate = number_in(per_hour.get(counter), 0, COUNT_MAX)
-            put("gpuops_fabric_stability_rate_per_second", [("host", host), ("counter", counter)],
-                None if rate is None else rate / 3600.0)
+            count = number_in(counts.get(counter), 0, COUNT_MAX)
+            put("gpuops_fabric_stability_growth", labels + [("counter", counter)], count)
+            # from the count and the window (the section's per-hour figures are rounded for people)
+            put("gpuops_fabric_stability_rate_per_second", labels + [("counter", counter)],
+                count / float(window) if count is not None and window else None)
         percent = number_in(row.get("tcp_retransmit_percent"), 0, 100)
-        put("gpuops_fabric_tcp_retransmit_ratio", [("host", host)], None if percent is None else percent / 100.0)
+        put("gpuops_fabric_tcp_retransmit_ratio", labels, None if percent is None else percent / 100.0)
     return found
 
 

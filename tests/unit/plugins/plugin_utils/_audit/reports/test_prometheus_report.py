@@ -42,11 +42,13 @@ def report(inputs):
 
 
 def samples(text):
-    """{metric name: {frozenset(labels): value}}, every family a gauge; no label set twice."""
+    """{metric name: {frozenset(labels): value}}, every family a gauge, no timestamps (node_exporter's textfile
+    collector refuses them); no label set twice."""
     found = {}
     for family in text_string_to_metric_families(text):
         assert family.type == "gauge", family.name
         for sample in family.samples:
+            assert sample.timestamp is None, sample
             labels = frozenset(sample.labels.items())
             assert labels not in found.setdefault(sample.name, {}), (sample.name, sample.labels)
             found[sample.name][labels] = sample.value
@@ -99,9 +101,9 @@ def test_link_facts_are_the_gathered_ones(report, inputs):
                             value(found, "gpuops_fabric_pcie_link_max_width", host="broken", address=a)
                             for a in narrowed)
     for nic in inputs["healthy"]["facts"]["nics"]:
-        labels = dict(host="healthy", interface=nic["name"])
+        labels = dict(host="healthy", device=nic["name"])
         if nic["kind"] == "loopback":
-            assert not [k for k in found["gpuops_fabric_nic_mtu_bytes"] if ("interface", nic["name"]) in k
+            assert not [k for k in found["gpuops_fabric_nic_mtu_bytes"] if ("device", nic["name"]) in k
                         and ("host", "healthy") in k]
             continue
         assert value(found, "gpuops_fabric_nic_mtu_bytes", **labels) == nic["mtu"]
@@ -113,15 +115,30 @@ def test_link_facts_are_the_gathered_ones(report, inputs):
 def test_stability_rows_become_growth_and_rates(report):
     found = samples(render_prometheus(report))
     rows = [r for r in report["stability"] if any(v is not None for v in r["counts"].values())]
-    assert rows
+    assert rows and all(r["basis"] == "since boot" for r in rows)  # no baseline: lifetime totals, said so
     for row in rows:
+        assert value(found, "gpuops_fabric_stability_window_seconds", host=row["host"], basis="boot") == \
+            row["window_s"]
         for counter, count in row["counts"].items():
-            if count is not None:
-                assert value(found, "gpuops_fabric_stability_growth", host=row["host"], counter=counter) == count
-            rate = row["per_hour"].get(counter)
-            if rate is not None:
-                assert value(found, "gpuops_fabric_stability_rate_per_second", host=row["host"],
-                             counter=counter) == pytest.approx(rate / 3600.0)
+            if count is None:
+                continue
+            assert value(found, "gpuops_fabric_stability_growth", host=row["host"], basis="boot",
+                         counter=counter) == count
+            # from the count and the window, not the report's per-hour figure (rounded to 2 places for people)
+            assert value(found, "gpuops_fabric_stability_rate_per_second", host=row["host"], basis="boot",
+                         counter=counter) == pytest.approx(count / row["window_s"], rel=1e-12)
+
+
+def test_a_windowed_row_is_labelled_so():
+    row = {"host": "n1", "basis": "fabric_audit_window", "window_s": 2592000.0,
+           "counts": {"link_flaps": 1, "interface_errors": None}, "tcp_retransmit_percent": 0.25}
+    found = samples(render_prometheus({"stability": [row, dict(row, host="n2", basis="something else")]}))
+    assert value(found, "gpuops_fabric_stability_growth", host="n1", basis="window", counter="link_flaps") == 1
+    assert value(found, "gpuops_fabric_stability_rate_per_second", host="n1", counter="link_flaps") == \
+        pytest.approx(1 / 2592000.0)  # one flap in 30 days is not 0
+    assert value(found, "gpuops_fabric_tcp_retransmit_ratio", host="n1", basis="window") == pytest.approx(0.0025)
+    assert not [k for k in found["gpuops_fabric_stability_growth"] if ("counter", "interface_errors") in k]
+    assert not [k for s in found.values() for k in s if ("host", "n2") in k]  # a basis it does not know
 
 
 def test_one_audit_gives_one_file(inputs, report):
@@ -129,8 +146,7 @@ def test_one_audit_gives_one_file(inputs, report):
     assert render_prometheus(audit(dict(reversed(list(inputs.items()))))) == text
     names = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")]
     assert names == [n for n, _h in FAMILIES if n in names]  # the fixed order
-    assert not [line for line in text.splitlines() if line and not line.startswith("#") and len(line.split()) != 2
-                and "{" not in line]  # no timestamps: node_exporter's textfile collector refuses them
+    samples(text)  # no timestamps
 
 
 def test_label_values_are_escaped():
@@ -144,7 +160,29 @@ def test_label_values_are_escaped():
     assert '{host="rack\\"7\\\\node\\nb",' in text
     found = samples(text)
     assert value(found, "gpuops_fabric_rule_findings", host=odd, rule="PCIE-001") == 1
-    assert value(found, "gpuops_fabric_nic_mtu_bytes", host=odd, interface="eth0") == 9000
+    assert value(found, "gpuops_fabric_nic_mtu_bytes", host=odd, device="eth0") == 9000
+
+
+def test_names_from_nodes_never_break_the_file_or_hide_a_device():
+    """A name that is not UTF-8 (os.listdir gives it as a lone surrogate), a GPU that calls itself a NIC of an
+    interface's name, two GPUs claiming one index, an operstate the kernel does not define, a fractional speed."""
+    gpus = [{"index": 0, "address": "0000:01:00.0", "link": {"current": {"width": 16}}},
+            {"index": 0, "address": "0000:02:00.0", "link": {"current": {"width": 8}}},
+            {"index": None, "address": "eth0", "kind": "nic", "link": {"current": {"width": 4}}}]
+    nics = [{"name": "eth0", "kind": "physical", "address": "0000:03:00.0", "mtu": 9000, "operstate": "up",
+             "speed_mbps": 2.5},
+            {"name": "eno\udcff\"x", "kind": "physical", "mtu": 1500, "operstate": "UP"}]
+    facts = {"gpus": gpus, "nics": nics}
+    text = render_prometheus({"links": link_rows({"n": facts})})
+    text.encode("utf-8")  # what write_atomic does with it
+    found = samples(text)
+    widths = found["gpuops_fabric_pcie_link_width"]
+    assert sorted(v for k, v in widths.items() if ("device", "gpu0") in k) == [8, 16]
+    assert value(found, "gpuops_fabric_nic_mtu_bytes", device="eth0") == 9000  # not hidden by the GPU "eth0"
+    assert value(found, "gpuops_fabric_nic_speed_bytes_per_second", device="eth0") == 312500
+    assert value(found, "gpuops_fabric_nic_up", device="eth0") == 1
+    assert value(found, "gpuops_fabric_nic_mtu_bytes", device="eno\\udcff\"x") == 1500
+    assert not [k for k in found["gpuops_fabric_nic_up"] if ("device", "eno\\udcff\"x") in k]
 
 
 @pytest.mark.parametrize("junk", [None, "16", True, float("nan"), float("inf"), -1, 10 ** 30, [], {"a": 1}])
