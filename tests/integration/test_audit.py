@@ -187,8 +187,8 @@ def test_unreachable_host_is_listed_and_the_rest_audited(ansible_env, roots, tmp
 
 
 def test_every_host_unreachable_still_gives_a_report(ansible_env, tmp_path):
-    """No host answers: the controller's plays still run on the controller, and the report names each host as
-    unreachable (an empty run with exit 0 would read as a clean audit)."""
+    """No host answers: the controller's plays still run on the controller, the report names each host as
+    unreachable, and the run fails (an exit 0 would read as a clean audit)."""
     gone = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansible_port": 1,
             "ansible_ssh_common_args": "-o ConnectTimeout=5 -o BatchMode=yes"}
     inventory = write_inventory(tmp_path, {"gone1": dict(gone), "gone2": dict(gone)})
@@ -198,6 +198,13 @@ def test_every_host_unreachable_still_gives_a_report(ansible_env, tmp_path):
     assert statuses == {"gone1": "unreachable", "gone2": "unreachable"}, result.stdout[-2000:]
     assert printed_findings(result.stdout)[0].startswith("0 host(s) audited, 2 unreachable, 0 failed"), \
         result.stdout[-2000:]
+    # a gate that reached no host has judged nothing: the run fails (unless fabric_audit_fail_on is never)
+    assert result.returncode != 0
+    assert "audit failed (fail_on=fail): no host could be audited (2 unreachable, 0 failed); reports: " + str(
+        tmp_path / "r") in result.stdout, result.stdout[-2000:]
+    never = playbook(ansible_env, inventory, "-e", "fabric_report_dir=" + str(tmp_path / "n"),
+                     "-e", "fabric_audit_fail_on=never")
+    assert never.returncode == 0, never.stdout[-2000:]
 
 
 def test_limit_narrows_the_audit(ansible_env, roots, tmp_path):

@@ -250,15 +250,27 @@ def exceeds_policy(report, fail_on):
     counts = report["summary"]["findings"]
     if fail_on == "never":
         return False
+    if nothing_audited(report):  # a gate that reached no host has judged nothing: it does not pass
+        return True
     if fail_on == "warn":
         return counts["fail"] + counts["warn"] > 0
     return counts["fail"] > 0
+
+
+def nothing_audited(report):
+    """Whether the report names hosts and audited none of them (every one unreachable or failed)."""
+    summary = report["summary"]
+    return summary["hosts"] > 0 and summary["audited"] == 0
 
 
 def failure_message(report, fail_on, report_dir, files=()):
     """The one line a failing audit ends with: the policy, what remains (its rule ids, the first three) and where the
     reports are; the findings themselves are in the lines printed before it and in the reports."""
     counts = report["summary"]["findings"]
+    if nothing_audited(report):
+        summary = report["summary"]
+        return "audit failed (fail_on=%s): no host could be audited (%d unreachable, %d failed); reports: %s" % (
+            fail_on, summary["unreachable"], summary["failed"], report_dir)
     judged = ("fail", "warn") if fail_on == "warn" else ("fail",)
     remaining = [f for f in report["findings"] if f["severity"] in judged and not f.get("waived")]
     rules = sorted(set(f["id"] for f in remaining))

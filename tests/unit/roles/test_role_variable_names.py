@@ -5,6 +5,7 @@ read (fabric_probe_results)."""
 
 import glob
 import os
+import re
 
 import yaml
 
@@ -30,6 +31,10 @@ def test_role_variables_carry_the_prefix():
             for name in yaml.safe_load(open(path)) or {}:
                 if not name.startswith("fabric_"):
                     wrong.append("%s: %s" % (os.path.relpath(path, REPO), name))
+        for path in glob.glob(os.path.join(REPO, "roles", role, "vars", "*.yml")):
+            for name in yaml.safe_load(open(path)) or {}:  # what the role derives for itself
+                if not name.startswith(role + "_"):
+                    wrong.append("%s: %s" % (os.path.relpath(path, REPO), name))
         for path in glob.glob(os.path.join(REPO, "roles", role, "tasks", "*.yml")):
             for task in tasks(yaml.safe_load(open(path))):
                 names = list((task.get("ansible.builtin.set_fact") or task.get("set_fact") or {}).keys())
@@ -41,3 +46,23 @@ def test_role_variables_carry_the_prefix():
                     if not (name.startswith("fabric_") or name.startswith(role + "_")):
                         wrong.append("%s: %s" % (os.path.relpath(path, REPO), name))
     assert not wrong, wrong
+
+
+def readme_text(spec):
+    """The description a role's README.md opens with: its argument_specs' short description and description, the
+    markup of ansible-doc (M(), C(), O() ...) as Markdown code."""
+    description = spec["description"] if isinstance(spec["description"], list) else [spec["description"]]
+    text = "%s.\n\n%s" % (spec["short_description"].rstrip("."), "\n\n".join(d.strip() for d in description))
+    return re.sub(r"\b[MCIROVL]\(([^()]*)\)", r"`\1`", text)
+
+
+def test_each_role_readme_says_what_its_argument_specs_say():
+    """galaxy-importer needs a README per role; it repeats the role's description, and must not drift from it."""
+    for path in sorted(glob.glob(os.path.join(REPO, "roles", "*", "meta", "argument_specs.yml"))):
+        role = path.split(os.sep)[-3]
+        spec = yaml.safe_load(open(path))["argument_specs"]["main"]
+        with open(os.path.join(REPO, "roles", role, "README.md")) as handle:
+            readme = handle.read()
+        assert readme.startswith("# gpuops.fabric.%s\n\n" % role), role
+        assert readme_text(spec) in readme, "roles/%s/README.md: its description differs from argument_specs" % role
+        assert "ansible-doc -t role gpuops.fabric.%s" % role in readme

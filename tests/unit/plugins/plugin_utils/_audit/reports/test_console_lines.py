@@ -71,6 +71,19 @@ def test_failure_message_is_one_line_naming_the_reports():
         "audit failed (fail_on=warn): 0 fail, 1 warn finding(s) on 1 host(s) (NUMA-003); reports: /r/report.html, ")
 
 
+def test_an_audit_that_reached_no_host_fails_unless_never():
+    gone = build_report({"a": {"status": "unreachable", "reason": "ssh"}, "b": {"status": "failed", "reason": "x"}},
+                        [], {}, "now")
+    assert exceeds_policy(gone, "fail") and exceeds_policy(gone, "warn") and not exceeds_policy(gone, "never")
+    assert failure_message(gone, "fail", "/r") == (
+        "audit failed (fail_on=fail): no host could be audited (1 unreachable, 1 failed); reports: /r")
+    empty = build_report({}, [], {}, "now")  # no hosts at all (an empty pattern): nothing to fail on
+    assert not exceeds_policy(empty, "fail")
+    one = build_report({"a": {"status": "unreachable", "reason": "ssh"}, "b": {"status": "audited", "reason": None}},
+                       [], {}, "now")
+    assert not exceeds_policy(one, "fail")  # the rest is audited: the unreachable host is in the report
+
+
 def test_groups_are_per_severity_host_and_rule():
     groups = group_findings(report()["findings"])
     assert [(g["severity"], g["host"], g["id"], len(g["findings"])) for g in groups] == [
