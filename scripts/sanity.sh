@@ -3,7 +3,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-PY=$repo/.venv/bin/python
+# SANITY_VENV: another virtual environment (its ansible-core) and SANITY_PYTHON its version, for the other end
+# of the supported cores
+venv=${SANITY_VENV:-$repo/.venv}
+PY=$venv/bin/python
 # ansible-test bootstraps pip in each sanity venv from a download host we cannot reach: stand in for it.
 pip_version=$("$PY" - <<'PYEOF'
 import re, ansible_test, os
@@ -23,4 +26,4 @@ mkdir -p "$dest"
 git ls-files -co --exclude-standard -z | xargs -0 -I{} cp --parents -P {} "$dest/"
 cd "$dest"
 git init -q . && git add -A >/dev/null
-PATH="$repo/.venv/bin:$PATH" ansible-test sanity --venv --python 3.11 --color no "$@"
+PATH="$venv/bin:$PATH" ansible-test sanity --venv --python "${SANITY_PYTHON:-3.11}" --color no "$@"

@@ -13,11 +13,32 @@ if [ ! -f "$importer_stamp" ]; then
   .cache/importer-venv/bin/python -m pip install -q -r tests/importer-requirements.txt
   touch "$importer_stamp"
 fi
+# the newest ansible-core (it needs Python 3.12 or later; this machine image keeps them under /root/.pyenv) for
+# tests/integration/test_ansible_core_range.py
+newest_python=
+for candidate in python3.12 /root/.pyenv/versions/3.12*/bin/python python3.13 /root/.pyenv/versions/3.13*/bin/python; do
+  # a pyenv shim answers "command not found" when that version is not selected: try each one
+  if "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' >/dev/null 2>&1; then
+    newest_python=$candidate; break
+  fi
+done
+core_stamp=.cache/core-newest-venv/.requirements-$(sha256sum < tests/core-newest-requirements.txt | cut -c1-16)
+if [ -n "$newest_python" ] && [ ! -f "$core_stamp" ]; then
+  rm -rf .cache/core-newest-venv
+  "$newest_python" -m venv .cache/core-newest-venv
+  .cache/core-newest-venv/bin/python -m pip install -q -r tests/core-newest-requirements.txt
+  touch "$core_stamp"
+fi
 
 echo "== pytest"
 python -m pytest tests --durations=25
 echo "== ansible-test sanity"
 bash scripts/sanity.sh
+if [ -x .cache/core-newest-venv/bin/ansible-test ]; then
+  echo "== ansible-test sanity, newest ansible-core"
+  SANITY_VENV=$PWD/.cache/core-newest-venv SANITY_PYTHON=$(.cache/core-newest-venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])') \
+    bash scripts/sanity.sh
+fi
 echo "== ansible-lint (production profile)"
 ANSIBLE_COLLECTIONS_PATH="$PWD/.cache/collections" ansible-lint
 echo "== all tests passed"

@@ -125,11 +125,13 @@ nccl_topology_error:
 import os  # noqa: E402  (after the documentation, as Ansible modules are laid out)
 import shlex  # noqa: E402
 import shutil  # noqa: E402
-import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import (  # noqa: E402
+    STDOUT, TimeoutExpired, run_bounded,
+)
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import parse_nccl_log  # noqa: E402
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_tests import parse_nccl_tests  # noqa: E402
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError  # noqa: E402
@@ -227,10 +229,9 @@ def main():
         # the output goes to a file and is read bounded: with NCCL_DEBUG=INFO every rank of a launcher run talks
         with open(os.path.join(scratch, "output"), "wb") as sink:
             try:
-                done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                                      env=env, timeout=params["timeout"], check=False)
+                done = run_bounded(argv, params["timeout"], stdout=sink, stderr=STDOUT, env=env)
                 error = "exit status %d" % done.returncode if done.returncode != 0 else None
-            except subprocess.TimeoutExpired:
+            except TimeoutExpired:
                 error = "stopped after %d s" % params["timeout"]
         output = read_output(os.path.join(scratch, "output"))
         if error and error.startswith("exit status"):

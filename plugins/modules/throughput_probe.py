@@ -286,12 +286,14 @@ import os  # noqa: E402
 import re  # noqa: E402
 import signal  # noqa: E402
 import stat  # noqa: E402
-import subprocess  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import (  # noqa: E402
+    STDOUT, TimeoutExpired, run_bounded,
+)
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.iperf3 import (
     PID_DIR, cmdline, failed, listening, ours, parse_iperf3, pidfile, servers_on, stop,
 )
@@ -388,9 +390,8 @@ def _read_text(path):
 def _ping(argv, timeout):
     """One ping run summarized; its error when it could not run."""
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
+        done = run_bounded(argv, timeout, stderr=STDOUT)
+    except TimeoutExpired:
         return {"error": "ping did not finish within %g s" % timeout}
     except OSError as exc:
         return {"error": "ping did not run: %s" % exc}
@@ -410,12 +411,11 @@ def _iperf3(argv, limit, during=None):
         helper.daemon = True
         helper.start()
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              timeout=limit, check=False)
+        done = run_bounded(argv, limit)
         result = parse_iperf3(done.stdout.decode("utf-8", "replace"))
         if result["error"] and done.stderr:
             result["error"] += " (%s)" % done.stderr.decode("utf-8", "replace").strip()[-200:]
-    except subprocess.TimeoutExpired:
+    except TimeoutExpired:
         result = failed("iperf3 client did not finish within %d s" % limit)
     except OSError as exc:
         result = failed("iperf3 did not run: %s" % exc)
