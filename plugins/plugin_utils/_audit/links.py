@@ -29,12 +29,17 @@ def number_in(value, low, high):
     return value if low <= value <= high else None
 
 
+def utf8(text):
+    """``text`` that encodes as UTF-8: a lone surrogate (a byte of a name that was not UTF-8, as a node's listing
+    carries it) becomes its escape ``\\udcff``."""
+    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _text(value):
-    """A name for the reports: at most MAX_NAME characters, valid UTF-8 (a byte that is not, which a node's
-    listing carries as a lone surrogate, is written as its escape ``\\udcff``); None when not a non-empty string."""
+    """A name for the reports: at most MAX_NAME characters, valid UTF-8 (utf8); None when not a non-empty string."""
     if not isinstance(value, str) or not value:
         return None
-    return value[:MAX_NAME].encode("utf-8", "backslashreplace").decode("utf-8")
+    return utf8(value[:MAX_NAME])
 
 
 def _pcie(link):

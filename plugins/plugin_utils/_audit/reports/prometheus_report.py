@@ -14,20 +14,18 @@ __metaclass__ = type
 
 import math
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import number_in
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import SEVERITIES
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import number_in, utf8
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.stab import STABILITY_COUNTS
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import HOST_STATES
 
-SEVERITIES = ("fail", "warn", "info")
-HOST_STATES = ("audited", "unreachable", "failed")
-# the stability section's counts, by the name of the label value
-STABILITY_COUNTS = ("link_flaps", "interface_errors", "interface_drops", "pcie_correctable", "pcie_uncorrectable",
-                    "rdma_errors", "nic_discards", "nic_errors", "pause_frames", "tcp_retrans_segs")
 COUNT_MAX = 1 << 64
 # the kernel's operstates (Documentation/networking/operstates.rst): up is 1, the others 0, anything else unknown
 OPERSTATES = ("up", "down", "dormant", "lowerlayerdown", "notpresent", "testing")
 # the stability section's basis, as the label value: growth over the audit's window, since the baseline report, or
 # since boot (lifetime totals: a boot's own link bounces and training are in them)
 BASES = (("fabric_audit_window", "window"), ("fabric_audit_baseline", "baseline"), ("since boot", "boot"))
-# metric name: (help, [(labels dict, value)]) filled in below; this order is the file's
+# (metric name, HELP text), in the file's order
 FAMILIES = (
     ("gpuops_fabric_hosts", "Hosts of the audit by status (audited, unreachable, failed)."),
     ("gpuops_fabric_host_status", "1 for each host, labelled with its status in the audit."),
@@ -55,17 +53,12 @@ FAMILIES = (
 )
 
 
-def _utf8(text):
-    """``text`` that encodes as UTF-8: a lone surrogate (a byte of a name that was not UTF-8) becomes its escape."""
-    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def escape_label(value):
-    return _utf8(value).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
+    return utf8(value).replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
 
 
 def escape_help(text):
-    return _utf8(text).replace("\\", "\\\\").replace("\n", "\\n")
+    return utf8(text).replace("\\", "\\\\").replace("\n", "\\n")
 
 
 def _value(value):
