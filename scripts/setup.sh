@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(hwloc python3-venv git shellcheck chromium iproute2 netplan.io network-manager
               qemu-system-x86 qemu-utils mmdebstrap e2fsprogs openssh-client
               systemd util-linux openssh-server iperf3 iputils-ping ethtool lldpd
-              prometheus prometheus-node-exporter)
+              prometheus prometheus-node-exporter slurmctld slurmd slurm-client munge)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -29,8 +29,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
     $SUDO systemctl disable --now lldpd >/dev/null 2>&1 || true
   fi
   # promtool checks the audit's metrics and the tests start a node_exporter of their own on loopback: no Prometheus
-  # server or exporter of the packages' listening on this machine's addresses
-  for service in prometheus prometheus-node-exporter; do
+  # server or exporter of the packages' listening on this machine's addresses. The same for Slurm: the tests run a
+  # munged, slurmctld and slurmd of their own inside namespaces
+  for service in prometheus prometheus-node-exporter slurmctld slurmd munge; do
     if [[ " ${missing[*]} " == *" $service "* ]] && [ -d /run/systemd/system ]; then
       $SUDO systemctl disable --now "$service" >/dev/null 2>&1 || true
     fi

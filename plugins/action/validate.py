@@ -17,6 +17,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.forma
     FILENAMES, FORMATS, REPORT_RENDERERS as RENDERERS, TEXTFILE_NAME,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import clip, finding_lines
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit import slurm
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import (
     exceeds_policy, failure_message, policy_warnings, run_audit, validate_inputs,
 )
@@ -52,10 +53,12 @@ class ActionModule(ControllerAction):
         inputs = dict((host, host_input(hostvars[host], args["drift"])) for host in hosts)
 
         textfile_dir, textfile_error = self._textfile_dir(args, task_vars)
+        slurm_config, slurm_errors = (None, []) if args["drift"] else slurm.settings(task_vars, hosts, hostvars)
         if args["validate_only"]:
             normalized, errors = validate_inputs(inputs)
+            errors = list(errors) + slurm_errors
             if textfile_error:
-                errors = list(errors) + [textfile_error]
+                errors.append(textfile_error)
             if errors:
                 raise AnsibleActionFail("fabric policy is invalid:\n" + "\n".join(errors))
             warnings = policy_warnings(normalized, today)
@@ -66,6 +69,7 @@ class ActionModule(ControllerAction):
 
         now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
         report, errors = run_audit(inputs, today, now, self._collection_version())
+        errors = list(errors) + slurm_errors
         if errors:
             raise AnsibleActionFail("fabric policy is invalid:\n" + "\n".join(errors))
 
@@ -111,6 +115,7 @@ class ActionModule(ControllerAction):
                                    summary["findings"]["info"], summary["waived"], report_dir),
             audit_failed=exceeds_policy(report, fail_on),
             fail_msg=None,
+            slurm=slurm.drain_plan(report, slurm_config) if slurm_config else None,
         )
         if result["audit_failed"]:
             result["fail_msg"] = failure_message(report, fail_on, report_dir, files)

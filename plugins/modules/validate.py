@@ -91,7 +91,10 @@ options:
     type: bool
     default: false
   validate_only:
-    description: Only validate expectations and waivers of O(hosts); evaluate nothing, write nothing.
+    description:
+      - Only validate expectations and waivers of O(hosts), the Prometheus textfile folder and, with
+        C(fabric_slurm_drain) true, the Slurm settings (C(fabric_slurm_node_name) of each host, C(fabric_slurm_host),
+        C(fabric_slurm_drain_max_percent), C(fabric_slurm_conf)); evaluate nothing, write nothing.
     type: bool
     default: false
   today:
@@ -180,4 +183,16 @@ fail_msg:
   type: str
   sample: "audit failed (fail_on=fail): 7 fail, 1 warn finding(s) on 1 host(s) (GDR-002, PCIE-001); reports:
     /work/fabric-report/report.html, report.md, report.json, junit.xml"
+slurm:
+  description:
+    - With C(fabric_slurm_drain) true (not in drift runs), what the audit playbook hands to
+      M(gpuops.fabric.slurm_drain), in Slurm node names (C(fabric_slurm_node_name), else the inventory name);
+      null otherwise.
+    - C(drain) maps each node with fail findings (not waived) to their rule ids; C(resume) lists the nodes audited
+      without one; C(unjudged) the nodes that could not be audited (unreachable, failed), which are neither drained
+      nor resumed; C(max_drain) is C(fabric_slurm_drain_max_percent) (default 10) of the audited nodes, at least 1;
+      C(conf) is C(fabric_slurm_conf).
+  returned: when evaluated
+  type: dict
+  sample: {drain: {gpu017: [NET-004, PCIE-001]}, resume: [gpu018, gpu019], unjudged: [], max_drain: 1, conf: null}
 """

@@ -1,0 +1,102 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""The audit's Slurm step (opt-in, fabric_slurm_drain): its settings checked before any host is contacted, and from
+a report, which Slurm nodes to drain (those with fail findings, with the rule ids) and which may be resumed (audited,
+no fail finding). The slurm_drain module does it, on fabric_slurm_host."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+import os
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._slurm import node_problem
+
+DEFAULT_MAX_PERCENT = 10
+_TRUE = ("true", "yes", "on", "1", "y", "t")
+_FALSE = ("false", "no", "off", "0", "n", "f", "")
+
+
+def _flag(value, key):
+    if value is None or isinstance(value, bool):
+        return bool(value), None
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE, None
+    return False, "%s: %r is not a boolean (true or false)" % (key, value)
+
+
+def settings(task_vars, hosts, hostvars):
+    """(settings, errors) of the run: None when fabric_slurm_drain is off; else {host_node: host -> Slurm node,
+    max_percent, conf}. Each error names the key, the value and the host."""
+    enabled, error = _flag(task_vars.get("fabric_slurm_drain"), "fabric_slurm_drain")
+    if error:
+        return None, [error]
+    if not enabled:
+        return None, []
+    errors = []
+    percent = task_vars.get("fabric_slurm_drain_max_percent", DEFAULT_MAX_PERCENT)
+    if isinstance(percent, str):
+        try:
+            percent = float(percent)
+        except ValueError:
+            pass
+    if isinstance(percent, bool) or not isinstance(percent, (int, float)) or math.isnan(percent) \
+            or not 0 < percent <= 100:
+        errors.append("fabric_slurm_drain_max_percent: %r is not a percentage above 0, at most 100 (of the audited nodes "
+                      "one run may drain)" % (percent,))
+    conf = task_vars.get("fabric_slurm_conf")
+    if conf is not None and (not isinstance(conf, str) or not os.path.isabs(conf) or "\0" in conf):
+        errors.append("fabric_slurm_conf: %r is not an absolute path (of slurm.conf on fabric_slurm_host)" % (conf,))
+    slurm_host = task_vars.get("fabric_slurm_host", "localhost")
+    inventory = set((task_vars.get("groups") or {}).get("all") or ())
+    if not isinstance(slurm_host, str) or (slurm_host not in inventory and slurm_host != "localhost"):
+        errors.append("fabric_slurm_host: %r is not a host of the inventory (nor localhost): the host whose scontrol "
+                      "drains and resumes" % (slurm_host,))
+    host_node, seen = {}, {}
+    for host in sorted(hosts):
+        name = (hostvars.get(host) or {}).get("fabric_slurm_node_name", host)
+        if name is False:  # a host that is no Slurm node (a head node audited with the rest)
+            continue
+        problem = node_problem(name)
+        if problem:
+            errors.append("fabric_slurm_node_name: %r %s (host %s%s)" % (
+                name, problem, host, "" if "fabric_slurm_node_name" in (hostvars.get(host) or {}) else
+                ", whose inventory name is used when fabric_slurm_node_name is unset"))
+            continue
+        if name in seen:
+            errors.append("fabric_slurm_node_name: %r is the Slurm node of both %s and %s" % (name, seen[name], host))
+            continue
+        seen[name] = host
+        host_node[host] = name
+    if errors:
+        return None, errors
+    return {"host_node": host_node, "max_percent": percent, "conf": conf}, []
+
+
+def drain_plan(report, config):
+    """{drain: node -> rule ids of its fail findings (not waived), resume: nodes audited without one, unjudged: nodes
+    not audited (neither drained nor resumed), max_drain: the most nodes one run may newly drain}."""
+    failing = {}
+    for finding in report.get("findings") or []:
+        if finding.get("severity") == "fail" and not finding.get("waived") and finding.get("host") in config[
+                "host_node"]:
+            failing.setdefault(finding["host"], set()).add(finding["id"])
+    drain, resume, unjudged = {}, [], []
+    for host in report.get("hosts") or []:
+        node = config["host_node"].get(host["name"])
+        if node is None:
+            continue
+        if host.get("status") != "audited":
+            unjudged.append(node)
+        elif host["name"] in failing:
+            drain[node] = sorted(failing[host["name"]])
+        else:
+            resume.append(node)
+    audited = len(drain) + len(resume)
+    return {"drain": drain, "resume": sorted(resume), "unjudged": sorted(unjudged),
+            "max_drain": max(1, int(math.floor(audited * config["max_percent"] / 100.0 + 1e-9))),
+            "conf": config["conf"]}

@@ -1,0 +1,203 @@
+"""The audit drains the Slurm nodes it fails and resumes them once clean (fabric_slurm_drain), against a real Slurm:
+Debian's slurmctld on a head namespace host and one slurmd per node namespace host (tests/utils/slurmbed.py), reached
+over real SSH (the head is fabric_slurm_host, so its own scontrol does it).
+
+The fault is real: a node's training link at MTU 1500 where the expectations say 9000 (NET-004). Check mode says
+what it would drain and drains nothing; the second run changes nothing; a drain of someone else is never resumed nor
+overwritten; a hostlist as a node name, a misspelt head, or more drains at once than allowed change nothing."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import COLLECTIONS_ROOT, REPO, recap
+from nshosts import NamespaceHosts, sh
+from slurmbed import SlurmBed
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root (CI runs as root)")
+
+PREFIX = "gfsl"
+MGMT, TRAIN = 40, 41
+TASK = "Drain the Slurm nodes with fail findings, resume the clean ones this collection drained"
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory):
+    work = tmp_path_factory.mktemp("slurm")
+    hosts = NamespaceHosts(str(work / "hosts"), 3, prefix=PREFIX, mgmt_octet=MGMT, train_octet=TRAIN)
+    hosts.up()
+    slurm = SlurmBed(hosts, work / "slurm")
+    try:
+        slurm.up()
+        yield hosts, slurm
+    finally:
+        slurm.down()
+        hosts.down()
+
+
+def write_inventory(hosts, slurm, path, **extra):
+    group = dict(hosts.connection_vars(), **{
+        "fabric_expectations": {"nics": [{"name": "eth1", "mtu": 9000}]},
+        "fabric_slurm_drain": True,
+        "fabric_slurm_host": slurm.head,
+        "fabric_slurm_conf": slurm.conf,
+        "fabric_slurm_drain_max_percent": 50,
+    })
+    group.update(extra)
+    hostvars = hosts.hostvars()
+    inventory = {"all": {"vars": group, "hosts": {slurm.head: hostvars[slurm.head]},
+                         "children": {"gpu": {"hosts": dict((n, hostvars[n]) for n in slurm.nodes)}}}}
+    with open(str(path), "w") as handle:
+        json.dump(inventory, handle, indent=1)
+    return str(path)
+
+
+def audit(env, inventory, tmp_path, *args):
+    return subprocess.run(["ansible-playbook", "-i", inventory, os.path.join(REPO, "playbooks", "audit.yml"),
+                           "-e", "fabric_report_dir=%s" % (tmp_path / "report"), "-e", "fabric_hosts=gpu"] + list(args),
+                          env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
+                          timeout=400, check=False)
+
+
+def task_block(output, name=TASK):
+    """The lines ansible-playbook printed for the task ``name`` (up to the next TASK or PLAY RECAP)."""
+    lines, inside = [], False
+    for line in output.splitlines():
+        if line.startswith("TASK [") or line.startswith("PLAY RECAP"):
+            inside = name in line
+            continue
+        if inside:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def set_mtu(hosts, index, mtu):
+    sh("ip", "-n", hosts.names[index - 1], "link", "set", "eth1", "mtu", str(mtu))
+
+
+def test_a_failing_node_is_drained_with_its_rules_and_resumed_once_fixed(ansible_env, bed, tmp_path):
+    hosts, slurm = bed
+    first, second = slurm.nodes
+    inventory = write_inventory(hosts, slurm, tmp_path / "inventory.json")
+    set_mtu(hosts, 1, 1500)
+    try:
+        check = audit(ansible_env, inventory, tmp_path, "--check", "--diff")
+        assert check.returncode == 2, check.stdout[-4000:] + check.stderr[-2000:]
+        block = task_block(check.stdout)
+        assert "changed: [%s -> %s(" % (first, slurm.head) in block, block
+        assert "+%s: IDLE+DRAIN (gpuops.fabric: fail NET-004)" % first in block, block
+        assert slurm.node(first) == ("IDLE", None) and slurm.node(second) == ("IDLE", None)  # check mode: nothing
+
+        done = audit(ansible_env, inventory, tmp_path, "--diff")
+        # the audit still fails on its finding (after the drain: the drain is not left out by the failure)
+        assert done.returncode == 2, done.stdout[-4000:] + done.stderr[-2000:]
+        assert "eth1 has MTU 1500, expected 9000" in done.stdout
+        assert slurm.node(first) == ("IDLE+DRAIN", "gpuops.fabric: fail NET-004")
+        assert slurm.node(second) == ("IDLE", None)
+        assert "changed: [%s -> %s(" % (first, slurm.head) in task_block(done.stdout)
+
+        again = audit(ansible_env, inventory, tmp_path)
+        assert again.returncode == 2
+        assert "ok: [%s -> %s(" % (first, slurm.head) in task_block(again.stdout), task_block(again.stdout)
+        assert slurm.node(first) == ("IDLE+DRAIN", "gpuops.fabric: fail NET-004")
+
+        # an administrator drains the other node for a reason of theirs: a clean audit leaves it so
+        slurm.scontrol("update", "NodeName=%s" % second, "State=DRAIN", "Reason=bad DIMM, ticket 4711")
+    finally:
+        set_mtu(hosts, 1, 9000)
+
+    fixed = audit(ansible_env, inventory, tmp_path, "--diff")
+    assert fixed.returncode == 0, fixed.stdout[-4000:] + fixed.stderr[-2000:]
+    block = task_block(fixed.stdout)
+    assert "-%s: IDLE+DRAIN (gpuops.fabric: fail NET-004)" % first in block and "+%s: IDLE" % first in block, block
+    assert slurm.settled(first) == ("IDLE", None)
+    assert slurm.node(second) == ("IDLE+DRAIN", "bad DIMM, ticket 4711")
+
+    clean = audit(ansible_env, inventory, tmp_path)
+    assert clean.returncode == 0 and "ok: [%s -> %s(" % (first, slurm.head) in task_block(clean.stdout)
+    assert slurm.node(second) == ("IDLE+DRAIN", "bad DIMM, ticket 4711")
+    slurm.scontrol("update", "NodeName=%s" % second, "State=RESUME")
+    assert slurm.settled(second) == ("IDLE", None)
+
+
+def test_a_fault_on_more_nodes_than_allowed_drains_none(ansible_env, bed, tmp_path):
+    hosts, slurm = bed
+    inventory = write_inventory(hosts, slurm, tmp_path / "inventory.json")
+    for index in (1, 2):
+        set_mtu(hosts, index, 1500)
+    try:
+        done = audit(ansible_env, inventory, tmp_path)
+    finally:
+        for index in (1, 2):
+            set_mtu(hosts, index, 9000)
+    assert done.returncode == 2
+    assert "would drain 2 node(s) (%s, %s), more than the 1 allowed at once" % tuple(slurm.nodes) in done.stdout
+    for node in slurm.nodes:
+        assert slurm.node(node) == ("IDLE", None)
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"fabric_slurm_host": "gfslhead"}, "fabric_slurm_host: 'gfslhead' is not a host of the inventory (nor localhost)"),
+    ({"fabric_slurm_drain_max_percent": "all"}, "fabric_slurm_drain_max_percent: 'all' is not a percentage"),
+])
+def test_bad_settings_stop_before_any_host_is_contacted(ansible_env, bed, tmp_path, extra, message):
+    hosts, slurm = bed
+    set_mtu(hosts, 1, 1500)
+    try:
+        done = audit(ansible_env, write_inventory(hosts, slurm, tmp_path / "inventory.json", **extra), tmp_path)
+    finally:
+        set_mtu(hosts, 1, 9000)
+    assert done.returncode == 2 and message in done.stdout, done.stdout[-3000:]
+    assert "TASK [Gather topology facts]" not in done.stdout
+    assert slurm.node(slurm.nodes[0]) == ("IDLE", None)
+
+
+def test_a_hostlist_as_node_name_is_refused_not_expanded(ansible_env, bed, tmp_path):
+    hosts, slurm = bed
+    inventory = write_inventory(hosts, slurm, tmp_path / "inventory.json")
+    with open(inventory) as handle:
+        data = json.load(handle)
+    data["all"]["children"]["gpu"]["hosts"][slurm.nodes[0]]["fabric_slurm_node_name"] = "%s[1-2]" % PREFIX
+    with open(inventory, "w") as handle:
+        json.dump(data, handle)
+    set_mtu(hosts, 1, 1500)
+    try:
+        done = audit(ansible_env, inventory, tmp_path)
+    finally:
+        set_mtu(hosts, 1, 9000)
+    assert done.returncode == 2
+    assert "fabric_slurm_node_name: 'gfsl[1-2]' is not one Slurm node name" in done.stdout
+    assert "(host %s)" % slurm.nodes[0] in done.stdout
+    assert "TASK [Gather topology facts]" not in done.stdout
+    for node in slurm.nodes:
+        assert slurm.node(node) == ("IDLE", None)
+    assert recap(done.stdout, slurm.nodes[0])["ok"] == "0"
+
+
+def test_a_failed_update_undoes_the_changes_of_the_run(bed, tmp_path):
+    """The second of two drains fails (scontrol refuses it: a wrapper in front of the real scontrol turns down that
+    one node, as slurmctld would a node it lost meanwhile): the first node's drain is undone, so the run leaves
+    Slurm as it found it, and says so."""
+    hosts, slurm = bed
+    real = subprocess.run(["which", "scontrol"], capture_output=True, text=True, check=True).stdout.strip()
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    wrapper = folder / "scontrol"
+    wrapper.write_text("#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = NodeName=%s ] && { echo 'slurm_update error: Invalid "
+                       "node name specified' >&2; exit 1; }; done\nexec %s \"$@\"\n" % (slurm.nodes[1], real))
+    wrapper.chmod(0o755)
+    args = {"ANSIBLE_MODULE_ARGS": {"drain": dict((n, ["NET-004"]) for n in slurm.nodes), "slurm_conf": slurm.conf}}
+    env = dict(slurm.env, PYTHONPATH=COLLECTIONS_ROOT, PATH="%s:%s" % (folder, os.environ["PATH"]))
+    done = subprocess.run(["nsenter", "--net=/run/netns/%s" % slurm.head, sys.executable, "-m",
+                           "ansible_collections.gpuops.fabric.plugins.modules.slurm_drain"],
+                          input=json.dumps(args), capture_output=True, text=True, timeout=120, check=False, env=env)
+    result = json.loads(done.stdout)
+    assert result["failed"], result
+    assert result["msg"].startswith("slurm_drain: drain of %s failed (rc 1): slurm_update error: Invalid node name "
+                                    "specified; 1 earlier change(s) of this run undone" % slurm.nodes[1]), result
+    assert result["undone"] == ["%s: resume undone" % slurm.nodes[0]]
+    for node in slurm.nodes:
+        assert slurm.settled(node) == ("IDLE", None)
