@@ -107,3 +107,67 @@ def test_grouped_row_opens_as_one_and_colours_show(roots, realdata, tmp_path):
                     first[name] = y
     assert set(first) == {"fail", "ok"}, first
     assert first["fail"] < first["ok"]
+
+
+def test_the_pcie_pictures_hold_the_devices_of_the_facts_and_render(roots, realdata, tmp_path):
+    """Each host's PCIe/NUMA tree in the page as the browser sees it: one box per GPU and NIC of the facts (and the
+    bridges above them), the x8 GPU's link and the Gen3 x8 card's below their best with the finding ids on those
+    boxes, the NCCL pairs drawn; in the rendered page no two boxes overlap and every label and finding id fits its box, beside each other (measured
+    by Chromium in its own fonts); a screenshot shows the colours of a bad link, a healthy one and the pairs."""
+    report = audited(roots, realdata)
+    page = render_html(report)
+    probe = ("<script>document.addEventListener('DOMContentLoaded',function(){"
+             "document.querySelectorAll('.topologies details').forEach(function(d){d.open=true;});"
+             "setTimeout(function(){var out=[];document.querySelectorAll('svg.topology').forEach(function(svg){"
+             "var boxes=[],overlaps=0,overflows=0;svg.querySelectorAll('g').forEach(function(g){"
+             "var r=g.querySelector('rect');if(!r)return;var b=r.getBoundingClientRect();"
+             "var texts=[];g.querySelectorAll('text').forEach(function(t){var c=t.getBoundingClientRect();"
+             "if(c.left<b.left-0.5||c.right>b.right+0.5)overflows++;"
+             "texts.forEach(function(o){if(c.left<o.right-0.5&&o.left<c.right-0.5)overflows++;});texts.push(c);});"
+             "boxes.forEach(function(o){if(b.left<o.right&&o.left<b.right&&b.top<o.bottom&&o.top<b.bottom)overlaps++;});"
+             "boxes.push(b);});out.push(svg.dataset.host+':'+boxes.length+':'+overlaps+':'+overflows);});"
+             "document.body.setAttribute('data-probe',out.join(' '));},300);});</script>")
+    probed = str(tmp_path / "probed.html")
+    with open(probed, "w") as handle:
+        handle.write(page.replace("</body>", probe + "</body>"))
+    dom = dump_dom(probed, tmp_path, "--virtual-time-budget=3000")
+    found = re.search(r'data-probe="([^"]*)"', dom)
+    assert found, dom[-2000:]
+    measured = dict((p.split(":")[0], [int(v) for v in p.split(":")[1:]]) for p in found.group(1).split())
+    assert sorted(measured) == sorted(report["topology"]) == ["a-healthy", "dgx8-broken", "hp-sl390"]
+    for host, (boxes, overlaps, overflows) in measured.items():
+        tree = report["topology"][host]
+        bridges_and_numa = len(tree["bridges"]) + len(set(b["numa"] for b in tree["bridges"]))
+        assert boxes == len(tree["devices"]) + bridges_and_numa, host
+        assert overlaps == 0 and overflows == 0, (host, overlaps, overflows)
+
+    for host, facts in (("dgx8-broken", gather(root=roots["dgx8-broken"])), ("a-healthy", gather(root=roots["dgx8"]))):
+        svg = re.search(r'<svg class="topology"[^>]*data-host="%s".*?</svg>' % host, dom, re.S).group(0)
+        drawn = dict((a, (k, s, f)) for a, k, s, f in re.findall(
+            r'<g class="device[^"]*" data-address="([^"]+)" data-kind="([^"]+)" data-state="([^"]+)" '
+            r'data-findings="([^"]*)"', svg))
+        assert set(g["address"] for g in facts["gpus"]) | set(n["address"] for n in facts["nics"] if n["address"]) \
+            <= set(drawn)
+        assert len(re.findall(r'<path class="nccl"', svg)) == 1 + len(report["topology"][host]["pairs"])  # + legend
+        if host == "dgx8-broken":
+            assert drawn["0000:19:00.0"][1] == "below" and drawn["0000:19:00.0"][2].startswith("PCIE-001")
+            assert drawn["0000:c1:00.0"][1] == "below" and "PCIE-005" in drawn["0000:c1:00.0"][2]
+        else:
+            assert set(s for _k, s, _f in drawn.values()) == {"ok", "unknown"}
+
+    from PIL import Image
+    broken = re.search(r'<svg class="topology"[^>]*data-host="dgx8-broken".*?</svg>', page, re.S).group(0)
+    style = re.search(r"<style>(.*?)</style>", page, re.S).group(1)
+    alone = str(tmp_path / "tree.html")
+    with open(alone, "w") as handle:
+        handle.write("<!DOCTYPE html><html><head><style>%s</style></head><body>%s</body></html>" % (style, broken))
+    shot = str(tmp_path / "tree.png")
+    chromium(tmp_path, "--hide-scrollbars", "--window-size=1900,800", "--screenshot=" + shot, "file://" + alone)
+    image = Image.open(shot).convert("RGB")
+    colours = {"below": (0xb0, 0x00, 0x20), "ok": (0x3a, 0x8a, 0x3a), "nccl": (0x24, 0x56, 0xc8)}
+    counts = dict((name, 0) for name in colours)
+    for pixel in image.getdata():
+        for name, rgb in colours.items():
+            if all(abs(a - b) < 12 for a, b in zip(pixel, rgb)):
+                counts[name] += 1
+    assert all(n > 50 for n in counts.values()), counts

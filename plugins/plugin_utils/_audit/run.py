@@ -18,6 +18,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline impo
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import evaluate_host, evaluate_inventory
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import observed
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import link_rows
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.topology import topology_trees
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import (
     apply_waivers, named_hosts, read_cabling, read_networks, validate_expectations, validate_waiver_horizon,
     validate_waivers, waiver_warnings,
@@ -152,6 +153,8 @@ def run_audit(inputs, today, generated_at, version=None):
                               if isinstance(audited[h][0].get("counters"), dict))
     # the key link facts, per GPU and interface (the Prometheus metrics are made from them)
     report["links"] = link_rows(dict((h, audited[h][0]) for h in audited))
+    # each host's PCIe/NUMA tree with its links' states and the findings on each device (report.html draws them)
+    report["topology"] = topology_trees(dict((h, audited[h][0]) for h in audited), findings)
     report["baseline"] = [{"path": p, "generated_at": baselines[p]["generated_at"], "hosts": len(baseline_hosts[p]),
                            "usable": not baselines[p]["problem"]} for p in sorted(baselines)]
     return report, []

@@ -10,6 +10,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from html import escape
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.topology_svg import (
+    CSS as TOPOLOGY_CSS, topology_svg,
+)
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
     NCCL_COLUMNS, STABILITY_COLUMNS, THROUGHPUT_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells,
     peer_label, stability_cells, throughput_cells, worst_severity,
@@ -29,7 +32,8 @@ text-align:left;vertical-align:top}th{background:#f3f3f3}
 #hosts tr.worst-info td{background:#e7eff9}#hosts tr.worst-ok td{background:#e6f4e6}
 #hosts tr.worst-unknown td{background:#ececec}
 details summary{cursor:pointer}details ul{margin:.3rem 0;padding-left:1.2rem}.more{color:#666}
-"""
+.topologies details{margin:.4rem 0}.topologies .scroll{overflow-x:auto}
+""" + TOPOLOGY_CSS
 _JS = """
 function applyFilters(){
   var sev=document.getElementById('f-severity').value, host=document.getElementById('f-host').value.toLowerCase(),
@@ -130,6 +134,7 @@ def render_html(report):
         for c in report["cabling"]:
             out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in cabling_cells(c, "")))
         out.append("</tbody></table>")
+    out += _topology_section(report)
     out += ["<h2>Rules</h2>", "<table><thead><tr><th>rule</th><th>severity</th><th>why it matters</th><th>fix</th>"
             "</tr></thead><tbody>"]
     for rule in report["rules"]:
@@ -138,6 +143,31 @@ def render_html(report):
             esc(rule["remediation"])))
     out += ["</tbody></table>", "</body></html>"]
     return "\n".join(out) + "\n"
+
+
+MAX_TREES = 64  # hosts drawn, most fail findings first; the rest are in report.json's topology
+
+
+def _topology_section(report):
+    trees = report.get("topology") or {}
+    hosts = [h["name"] for h in hosts_by_failures(report) if h["name"] in trees]
+    if not hosts:
+        return []
+    out = ['<h2>PCIe and NUMA</h2><div class="topologies">']
+    if len(hosts) > MAX_TREES:
+        out.append('<p class="more">%d hosts, the %d with the most fail findings drawn; every tree is in report.json '
+                   "(topology).</p>" % (len(hosts), MAX_TREES))
+    counts = dict((h["name"], h["counts"]) for h in report["hosts"])
+    for index, host in enumerate(hosts[:MAX_TREES]):
+        tree = trees[host]
+        bad = sum(1 for d in tree["devices"] if d["state"] in ("below", "narrower"))
+        fails = (counts.get(host) or {}).get("fail", 0)
+        out.append('<details%s data-host="%s"><summary>%s: %d devices, %d link(s) below their best, %d fail '
+                   'finding(s)</summary><div class="scroll">%s</div></details>' % (
+                       " open" if index < 3 and (fails or bad) else "", escape(host), escape(host),
+                       len(tree["devices"]), bad, fails, topology_svg(host, tree)))
+    out.append("</div>")
+    return out
 
 
 def _html_group_cells(group):

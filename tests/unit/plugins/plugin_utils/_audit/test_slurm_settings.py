@@ -36,7 +36,7 @@ def test_node_names_default_to_the_inventory_name_and_are_checked():
     assert errors[1].endswith("(host gpu2)")
     assert errors[2].endswith("(host gpu[3-9], whose inventory name is used when fabric_slurm_node_name is unset)")
     config, errors = settings(run_vars(), HOSTS, {"gpu1": {"fabric_slurm_node_name": "n"},
-                                             "gpu3": {"fabric_slurm_node_name": "n"}})
+                                                  "gpu3": {"fabric_slurm_node_name": "n"}})
     assert errors == ["fabric_slurm_node_name: 'n' is the Slurm node of both gpu1 and gpu3"]
 
 
