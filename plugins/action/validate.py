@@ -53,7 +53,8 @@ class ActionModule(ControllerAction):
         inputs = dict((host, host_input(hostvars[host], args["drift"])) for host in hosts)
 
         textfile_dir, textfile_error = self._textfile_dir(args, task_vars)
-        slurm_config, slurm_errors = (None, []) if args["drift"] else slurm.settings(task_vars, hosts, hostvars)
+        slurm_config, slurm_errors = (None, []) if args["drift"] else slurm.settings(
+            self._slurm_vars(task_vars), hosts, hostvars)
         if args["validate_only"]:
             normalized, errors = validate_inputs(inputs)
             errors = list(errors) + slurm_errors
@@ -123,6 +124,15 @@ class ActionModule(ControllerAction):
                 result["failed"] = True
                 result["msg"] = "audit failed (fail_on=%s): %s" % (fail_on, result["msg"])
         return result
+
+    def _slurm_vars(self, task_vars):
+        """The run's fabric_slurm_* settings, templated as the playbook's delegate_to will see them (an action
+        plugin's task_vars hold them as written: "{{ groups.slurm[0] }}"), and the inventory's hosts."""
+        found = {"groups": task_vars.get("groups") or {}}
+        for key in slurm.RUN_SETTINGS:
+            if key in task_vars:
+                found[key] = self._templar.template(task_vars[key])
+        return found
 
     @staticmethod
     def _textfile_dir(args, task_vars):

@@ -13,24 +13,46 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import re
 
 # A single node name: letters, digits, _ . -. No hostlist syntax ([ ] , ^ and spaces): "node[1-100]" or "a,b" would
-# make one inventory name drain many nodes, so they are refused, never expanded.
+# make one inventory name drain many nodes, so they are refused, never expanded; nor "ALL", which scontrol and
+# slurm.conf read as every node.
 _NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 NODE_RULE = "1-64 characters of A-Z a-z 0-9 _ . -, starting with a letter or digit; one node, no hostlist ([ ] ,)"
-_RULE_ID = re.compile(r"^[A-Z][A-Z0-9]{0,15}-[0-9]{3}\Z")
+_RULE_ID_TEXT = r"[A-Z][A-Z0-9]{0,15}-[0-9]{3}"
+_RULE_ID = re.compile(r"^%s\Z" % _RULE_ID_TEXT)
 
-# Every reason this collection writes starts so, and only a drain whose reason starts so is resumed by it.
+# Every reason this collection writes is exactly "gpuops.fabric: fail <rule id> <rule id> ..." (sorted, then "+N
+# more" past REASON_RULES_SHOWN): only a reason of exactly that form is its own. A reason an operator wrote after
+# the prefix ("gpuops.fabric: fail PCIE-001, RMA opened") is theirs.
 REASON_PREFIX = "gpuops.fabric:"
-REASON_RULES_SHOWN = 8
+REASON_RULES_SHOWN = 24
+_OURS = re.compile(r"^gpuops\.fabric: fail (?P<rules>%s(?: %s)*)(?P<more> \+[0-9]+ more)?\Z" % (
+    _RULE_ID_TEXT, _RULE_ID_TEXT))
+# What Slurm itself writes when slurmd stops answering; a drain may replace it (Slurm replaces it too)
+SLURM_NOT_RESPONDING = "Not responding"
 
-# The last line of a reason as scontrol prints it: "<text> [<user>@<time>]".
+# A reason as scontrol prints it: "<text> [<user>@<time>]".
 _REASON_STAMP = re.compile(r"^(?P<text>.*?)\s*\[(?P<user>[^\[\]@]*)@(?P<time>[^\[\]]*)\]\Z")
 _STATE = re.compile(r"(?:^|\s)State=(\S+)")
 _NODENAME = re.compile(r"^NodeName=(\S+)")
 # scontrol's node table: well under 4 KiB a node; this bounds what one listing may hold (about 60,000 nodes)
 MAX_LISTING_BYTES = 256 * 1024 * 1024
+# Marks scontrol (20.x) appends to a state: * not responding, @ reboot requested, ^ rebooting, ~ # % ! power saving,
+# $ maintenance reservation, - planned
+_MARKS = {"*": "NOT_RESPONDING", "@": "REBOOT_REQUESTED", "^": "REBOOT_ISSUED", "~": "POWERED_DOWN",
+          "#": "POWERING_UP", "%": "POWERING_DOWN", "!": "POWER_DOWN", "$": "MAINTENANCE", "-": "PLANNED"}
+# A node this collection drained is resumed only from one of these base states, with no flag but these: a node
+# that is also down, failing, rebooting or not responding is Slurm's and its administrators' to bring back.
+RESUMABLE_BASE = ("IDLE", "MIXED", "ALLOCATED", "COMPLETING")
+RESUMABLE_FLAGS = ("DRAIN", "DRAINED", "DRAINING", "COMPLETING", "CLOUD", "POWERED_DOWN", "POWERING_UP",
+                   "POWERING_DOWN", "POWER_DOWN", "DYNAMIC_NORM", "RESERVED", "PLANNED", "MAINTENANCE")
+
+
+class SlurmListingError(Exception):
+    """A node table that cannot be trusted (the same node twice)."""
 
 
 def node_problem(name):
@@ -39,6 +61,8 @@ def node_problem(name):
         return "is not a node name (a %s, not a string)" % type(name).__name__
     if not _NODE.match(name):
         return "is not one Slurm node name (%s)" % NODE_RULE
+    if name.lower() == "all":
+        return "is not one Slurm node name (scontrol reads ALL as every node)"
     return None
 
 
@@ -59,25 +83,37 @@ def drain_reason(rules):
     return text
 
 
+def reason_rules(reason):
+    """(rule ids, complete) of a reason this collection wrote; None for any other reason."""
+    match = _OURS.match(reason) if isinstance(reason, str) else None
+    if not match:
+        return None
+    return match.group("rules").split(" "), not match.group("more")
+
+
 def ours(reason):
-    """Whether a node's drain reason is one this collection wrote."""
-    return isinstance(reason, str) and reason.startswith(REASON_PREFIX)
+    """Whether a node's reason is exactly one this collection writes."""
+    return reason_rules(reason) is not None
 
 
 def parse_nodes(text):
     """Each node of ``scontrol show node`` (the multi-line form; several nodes separated by blank lines): name ->
     {state, flags, reason, reason_user, reason_time}. ``state`` is scontrol's word (IDLE+DRAIN, DOWN*+DRAIN ...);
-    ``flags`` its parts without the "*" (not responding) mark; ``reason`` the text without the "[user@time]" stamp,
-    None when there is none. Lines that are not a node's are ignored; a record without a state has state None."""
+    ``flags`` its parts, each mark (* @ ^ ...) as the flag it stands for; ``reason`` the text without the
+    "[user@time]" stamp, None when there is none. A record starts only at a line beginning "NodeName=" in its first
+    column (scontrol indents a record's other lines); a node listed twice raises SlurmListingError (a reason or
+    comment holding a line of its own could otherwise pose as another node)."""
     nodes = {}
     current = None
     for raw in text.splitlines():
+        match = _NODENAME.match(raw)
         line = raw.strip()
-        match = _NODENAME.match(line)
         if match:
+            if match.group(1) in nodes:
+                raise SlurmListingError("node %s is listed twice by scontrol show node" % match.group(1))
             current = {"state": None, "flags": [], "reason": None, "reason_user": None, "reason_time": None}
             nodes[match.group(1)] = current
-            line = line[match.end():]
+            line = raw[match.end():].strip()
         if current is None:
             continue
         if line.startswith("Reason=") and current["reason"] is None:
@@ -92,23 +128,47 @@ def parse_nodes(text):
         state = _STATE.search(line)
         if state and current["state"] is None:
             current["state"] = state.group(1)
-            current["flags"] = sorted(set(part.rstrip("*~#!%$@^-") for part in state.group(1).split("+")
-                                          if part.rstrip("*~#!%$@^-")))
+            current["flags"] = state_flags(state.group(1))
     return nodes
+
+
+def state_flags(state):
+    """The parts of a state word, each trailing mark as the flag it stands for: DOWN*+DRAIN -> [DOWN, DRAIN,
+    NOT_RESPONDING]."""
+    flags = set()
+    for part in state.split("+"):
+        word = part.rstrip("".join(_MARKS))
+        for mark in part[len(word):]:
+            flags.add(_MARKS[mark])
+        if word:
+            flags.add(word)
+    return sorted(flags)
 
 
 def drained(node):
     """Whether the node is drained or draining (scontrol's DRAIN flag)."""
-    return "DRAIN" in node["flags"] or "DRAINED" in node["flags"] or "DRAINING" in node["flags"]
+    return bool(set(node["flags"]) & set(("DRAIN", "DRAINED", "DRAINING")))
 
 
-def plan(nodes, drain, resume, max_drain=None):
-    """What to do: ``drain`` maps node -> rule ids failing on it, ``resume`` lists nodes audited clean.
+def _resumable(node):
+    """Why a node this collection drained is not to be resumed by it (down, failing, rebooting ...), or None."""
+    base = (node["state"] or "").split("+")[0].rstrip("".join(_MARKS))
+    others = [f for f in node["flags"] if f != base and f not in RESUMABLE_FLAGS]
+    if base not in RESUMABLE_BASE or others:
+        return "drained by this collection, but also %s: left to Slurm and its administrators" % (
+            "+".join([base] + others) if base not in RESUMABLE_BASE else "+".join(others))
+    return None
 
-    Returns (actions, kept, errors). ``actions``: [{node, action (drain | reason | resume), before, after,
-    reason}], sorted by node; ``kept``: node -> why it is left as it is (drained by someone else, already drained by
-    this collection for the same rules, not drained); ``errors``: messages for nodes Slurm does not know, and when the
-    new drains exceed ``max_drain`` (then no action at all)."""
+
+def plan(nodes, drain, resume, max_drain_percent=None):
+    """What to do: ``drain`` maps node -> rule ids failing on it, ``resume`` maps each node audited without a fail
+    finding -> the rule ids that passed on it.
+
+    Returns (actions, kept, errors). ``actions``: [{node, action (drain | reason | resume), before, after, reason,
+    state, old_reason}], sorted by node; ``kept``: node -> why it is left as it is (someone else's reason; drained for
+    the same rules; the rules it was drained for not all passed; a state Slurm owns); ``errors``: messages for nodes
+    Slurm does not know, and when the nodes drained by this collection after the run would exceed
+    ``max_drain_percent`` of the nodes Slurm lists (then no action at all)."""
     errors = []
     for name in sorted(set(drain) | set(resume)):
         if name not in nodes:
@@ -118,40 +178,66 @@ def plan(nodes, drain, resume, max_drain=None):
     if errors:
         return [], {}, errors
     actions, kept = [], {}
+
+    def act(name, action, after, reason):
+        node = nodes[name]
+        actions.append({"node": name, "action": action, "before": _shown(node), "after": after, "reason": reason,
+                        "state": node["state"], "old_reason": node["reason"]})
+
     for name in sorted(drain):
         node = nodes[name]
         reason = drain_reason(drain[name])
-        if node["reason"] and not ours(node["reason"]):
-            # drained, down or failed by an administrator or Slurm itself: their reason stays
+        if node["reason"] and not ours(node["reason"]) and node["reason"] != SLURM_NOT_RESPONDING:
+            # drained, down or failed by an administrator or a health check: their reason stays
             kept[name] = "%s by someone else: %s" % ("drained" if drained(node) else (
                 node["state"] or "set").lower(), node["reason"])
-        elif drained(node) and not ours(node["reason"]):
+        elif drained(node) and not node["reason"]:
             kept[name] = "drained by someone else: no reason"
         elif drained(node) and node["reason"] == reason:
             kept[name] = "drained by this collection for the same rules"
         elif drained(node):
-            actions.append({"node": name, "action": "reason", "before": _shown(node), "after": "%s (%s)" % (
-                node["state"], reason), "reason": reason})
+            act(name, "reason", "%s (%s)" % (node["state"], reason), reason)
         else:
-            actions.append({"node": name, "action": "drain", "before": _shown(node), "after": "%s+DRAIN (%s)" % (
-                node["state"], reason), "reason": reason})
+            act(name, "drain", "%s+DRAIN (%s)" % (node["state"], reason), reason)
     for name in sorted(set(resume) - set(drain)):
         node = nodes[name]
         if not drained(node):
             continue
-        if not ours(node["reason"]):
+        found = reason_rules(node["reason"])
+        if found is None:
             kept[name] = "clean, but drained by someone else: %s" % (node["reason"] or "no reason")
             continue
-        actions.append({"node": name, "action": "resume", "before": _shown(node),
-                        "after": "%s" % "+".join(f for f in node["state"].split("+") if f.rstrip("*~#!%$@^-") not in (
-                            "DRAIN", "DRAINED", "DRAINING")) or "IDLE", "reason": None})
+        rules, complete = found
+        unverified = sorted(set(rules) - set(resume[name] or ()))
+        if not complete or unverified:
+            kept[name] = "drained by this collection; %s: resume it by hand once checked" % (
+                "its reason names only part of the rules" if not complete else
+                "not re-verified (no pass this run for %s)" % " ".join(unverified))
+            continue
+        held = _resumable(node)
+        if held:
+            kept[name] = held
+            continue
+        act(name, "resume", "+".join(f for f in node["state"].split("+") if f.rstrip("".join(_MARKS)) not in (
+            "DRAIN", "DRAINED", "DRAINING")) or "IDLE", None)
     actions.sort(key=lambda a: a["node"])
     new = [a["node"] for a in actions if a["action"] == "drain"]
-    if max_drain is not None and len(new) > max_drain:
-        return [], kept, ["would drain %d node(s) (%s), more than the %d allowed at once (fabric_slurm_drain_max_"
-                          "percent); nothing drained or resumed: a fault that many nodes share is more likely the "
-                          "policy's or the fabric's than the nodes'" % (len(new), _names(new), max_drain)]
+    if max_drain_percent is not None and new:
+        limit = max(1, int(math.floor(len(nodes) * max_drain_percent / 100.0 + 1e-9)))
+        resumed = set(a["node"] for a in actions if a["action"] == "resume")
+        ours_after = sorted(set(n for n, node in nodes.items() if drained(node) and ours(node["reason"])
+                                and n not in resumed) | set(new))
+        if len(ours_after) > limit:
+            return [], kept, ["would drain %d node(s) (%s), and %d would then be drained by this collection, more "
+                              "than %s%% of the %d nodes Slurm lists (%d; fabric_slurm_drain_max_percent); nothing "
+                              "drained or resumed: a fault that many nodes share is more likely the policy's or the "
+                              "fabric's than the nodes'" % (len(new), _names(new), len(ours_after),
+                                                            _number(max_drain_percent), len(nodes), limit)]
     return actions, kept, []
+
+
+def _number(value):
+    return ("%d" % value) if float(value).is_integer() else ("%g" % value)
 
 
 def _shown(node):
@@ -160,6 +246,11 @@ def _shown(node):
 
 def _names(names, most=10):
     return ", ".join(names[:most]) + (" and %d more" % (len(names) - most) if len(names) > most else "")
+
+
+def still_as_read(action, node):
+    """Whether a node read again just before its update is as the plan saw it (same state and reason)."""
+    return node is not None and node["state"] == action["state"] and node["reason"] == action["old_reason"]
 
 
 def update_argv(scontrol, action):

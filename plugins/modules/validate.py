@@ -188,11 +188,12 @@ slurm:
     - With C(fabric_slurm_drain) true (not in drift runs), what the audit playbook hands to
       M(gpuops.fabric.slurm_drain), in Slurm node names (C(fabric_slurm_node_name), else the inventory name);
       null otherwise.
-    - C(drain) maps each node with fail findings (not waived) to their rule ids; C(resume) lists the nodes audited
-      without one; C(unjudged) the nodes that could not be audited (unreachable, failed), which are neither drained
-      nor resumed; C(max_drain) is C(fabric_slurm_drain_max_percent) (default 10) of the audited nodes, at least 1;
-      C(conf) is C(fabric_slurm_conf).
+    - C(drain) maps each node with fail findings (not waived) to their rule ids; C(resume) maps each node audited
+      without one to the rule ids that passed on it; C(unjudged) lists the nodes that could not be audited
+      (unreachable, failed), which are neither drained nor resumed; C(max_drain_percent) is
+      C(fabric_slurm_drain_max_percent) (default 10); C(conf) is C(fabric_slurm_conf).
   returned: when evaluated
   type: dict
-  sample: {drain: {gpu017: [NET-004, PCIE-001]}, resume: [gpu018, gpu019], unjudged: [], max_drain: 1, conf: null}
+  sample: {drain: {gpu017: [NET-004, PCIE-001]}, resume: {gpu018: [NET-003, NET-004, PCIE-001]}, unjudged: [],
+    max_drain_percent: 10, conf: null}
 """

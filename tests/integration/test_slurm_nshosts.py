@@ -42,14 +42,16 @@ def write_inventory(hosts, slurm, path, **extra):
     group = dict(hosts.connection_vars(), **{
         "fabric_expectations": {"nics": [{"name": "eth1", "mtu": 9000}]},
         "fabric_slurm_drain": True,
-        "fabric_slurm_host": slurm.head,
+        # templated, as inventories often name it: checked as delegate_to will see it
+        "fabric_slurm_host": "{{ groups.heads[0] }}",
         "fabric_slurm_conf": slurm.conf,
         "fabric_slurm_drain_max_percent": 50,
     })
     group.update(extra)
     hostvars = hosts.hostvars()
-    inventory = {"all": {"vars": group, "hosts": {slurm.head: hostvars[slurm.head]},
-                         "children": {"gpu": {"hosts": dict((n, hostvars[n]) for n in slurm.nodes)}}}}
+    inventory = {"all": {"vars": group, "children": {
+        "heads": {"hosts": {slurm.head: hostvars[slurm.head]}},
+        "gpu": {"hosts": dict((n, hostvars[n]) for n in slurm.nodes)}}}}
     with open(str(path), "w") as handle:
         json.dump(inventory, handle, indent=1)
     return str(path)
@@ -134,7 +136,11 @@ def test_a_fault_on_more_nodes_than_allowed_drains_none(ansible_env, bed, tmp_pa
         for index in (1, 2):
             set_mtu(hosts, index, 9000)
     assert done.returncode == 2
-    assert "would drain 2 node(s) (%s, %s), more than the 1 allowed at once" % tuple(slurm.nodes) in done.stdout
+    assert ("would drain 2 node(s) (%s, %s), and 2 would then be drained by this collection, more than 50%% of the 2 "
+            "nodes Slurm lists (1;" % tuple(slurm.nodes)) in done.stdout
+    # the audit's own verdict and the Slurm step's failure, both in the last message
+    assert "the Slurm step failed: slurm_drain: would drain 2" in done.stdout
+    assert "audit failed" in done.stdout or "fail finding(s)" in done.stdout
     for node in slurm.nodes:
         assert slurm.node(node) == ("IDLE", None)
 
@@ -177,10 +183,10 @@ def test_a_hostlist_as_node_name_is_refused_not_expanded(ansible_env, bed, tmp_p
     assert recap(done.stdout, slurm.nodes[0])["ok"] == "0"
 
 
-def test_a_failed_update_undoes_the_changes_of_the_run(bed, tmp_path):
-    """The second of two drains fails (scontrol refuses it: a wrapper in front of the real scontrol turns down that
-    one node, as slurmctld would a node it lost meanwhile): the first node's drain is undone, so the run leaves
-    Slurm as it found it, and says so."""
+def test_a_failed_update_does_not_stop_the_others(bed, tmp_path):
+    """The drain of one of two nodes fails (scontrol refuses it: a wrapper in front of the real scontrol turns down
+    that one node's update, as slurmctld would a node it lost meanwhile): the other node is still drained (a drain is
+    the safe side, each node stands alone), and the module fails naming the node and scontrol's words."""
     hosts, slurm = bed
     real = subprocess.run(["which", "scontrol"], capture_output=True, text=True, check=True).stdout.strip()
     folder = tmp_path / "bin"
@@ -191,13 +197,18 @@ def test_a_failed_update_undoes_the_changes_of_the_run(bed, tmp_path):
     wrapper.chmod(0o755)
     args = {"ANSIBLE_MODULE_ARGS": {"drain": dict((n, ["NET-004"]) for n in slurm.nodes), "slurm_conf": slurm.conf}}
     env = dict(slurm.env, PYTHONPATH=COLLECTIONS_ROOT, PATH="%s:%s" % (folder, os.environ["PATH"]))
-    done = subprocess.run(["nsenter", "--net=/run/netns/%s" % slurm.head, sys.executable, "-m",
-                           "ansible_collections.gpuops.fabric.plugins.modules.slurm_drain"],
-                          input=json.dumps(args), capture_output=True, text=True, timeout=120, check=False, env=env)
-    result = json.loads(done.stdout)
-    assert result["failed"], result
-    assert result["msg"].startswith("slurm_drain: drain of %s failed (rc 1): slurm_update error: Invalid node name "
-                                    "specified; 1 earlier change(s) of this run undone" % slurm.nodes[1]), result
-    assert result["undone"] == ["%s: resume undone" % slurm.nodes[0]]
-    for node in slurm.nodes:
-        assert slurm.settled(node) == ("IDLE", None)
+    try:
+        done = subprocess.run(["nsenter", "--net=/run/netns/%s" % slurm.head, sys.executable, "-m",
+                               "ansible_collections.gpuops.fabric.plugins.modules.slurm_drain"],
+                              input=json.dumps(args), capture_output=True, text=True, timeout=120, check=False, env=env)
+        result = json.loads(done.stdout)
+        assert result["failed"] and result["drained"] == [slurm.nodes[0]], result
+        assert result["failed_nodes"] == {slurm.nodes[1]: "drain failed (rc 1): slurm_update error: Invalid node name "
+                                                          "specified"}
+        assert result["msg"].startswith("slurm_drain: %s: drain failed (rc 1)" % slurm.nodes[1])
+        assert result["msg"].endswith("the other changes stand (did: drain %s)" % slurm.nodes[0])
+        assert slurm.node(slurm.nodes[0]) == ("IDLE+DRAIN", "gpuops.fabric: fail NET-004")
+        assert slurm.node(slurm.nodes[1]) == ("IDLE", None)
+    finally:
+        slurm.scontrol("update", "NodeName=%s" % slurm.nodes[0], "State=RESUME", check=False)
+    assert slurm.settled(slurm.nodes[0]) == ("IDLE", None)

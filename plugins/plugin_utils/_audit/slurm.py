@@ -17,12 +17,15 @@ import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._slurm import node_problem
 
 DEFAULT_MAX_PERCENT = 10
+RUN_SETTINGS = ("fabric_slurm_drain", "fabric_slurm_host", "fabric_slurm_drain_max_percent", "fabric_slurm_conf")
 _TRUE = ("true", "yes", "on", "1", "y", "t")
 _FALSE = ("false", "no", "off", "0", "n", "f", "")
 
 
 def _flag(value, key):
     if value is None or isinstance(value, bool):
+        return bool(value), None
+    if isinstance(value, int) and value in (0, 1):
         return bool(value), None
     if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
         return value.strip().lower() in _TRUE, None
@@ -31,7 +34,8 @@ def _flag(value, key):
 
 def settings(task_vars, hosts, hostvars):
     """(settings, errors) of the run: None when fabric_slurm_drain is off; else {host_node: host -> Slurm node,
-    max_percent, conf}. Each error names the key, the value and the host."""
+    max_percent, conf}. Each error names the key, the value and the host. ``task_vars`` holds the run's settings
+    templated (the action templates them: an action plugin's task_vars are not), ``hostvars`` each host's."""
     enabled, error = _flag(task_vars.get("fabric_slurm_drain"), "fabric_slurm_drain")
     if error:
         return None, [error]
@@ -59,8 +63,8 @@ def settings(task_vars, hosts, hostvars):
     host_node, seen = {}, {}
     for host in sorted(hosts):
         name = (hostvars.get(host) or {}).get("fabric_slurm_node_name", host)
-        if name is False:  # a host that is no Slurm node (a head node audited with the rest)
-            continue
+        if name is False or (isinstance(name, str) and name.lower() == "false"):
+            continue  # a host that is no Slurm node (a head node audited with the rest; "false" from an INI inventory)
         problem = node_problem(name)
         if problem:
             errors.append("fabric_slurm_node_name: %r %s (host %s%s)" % (
@@ -78,14 +82,16 @@ def settings(task_vars, hosts, hostvars):
 
 
 def drain_plan(report, config):
-    """{drain: node -> rule ids of its fail findings (not waived), resume: nodes audited without one, unjudged: nodes
-    not audited (neither drained nor resumed), max_drain: the most nodes one run may newly drain}."""
+    """{drain: node -> rule ids of its fail findings (not waived), resume: node audited without one -> the rule ids
+    that passed on it (a drained node is resumed only when the rules it was drained for are among them),
+    unjudged: nodes not audited (neither drained nor resumed), max_drain_percent, conf}."""
     failing = {}
     for finding in report.get("findings") or []:
         if finding.get("severity") == "fail" and not finding.get("waived") and finding.get("host") in config[
                 "host_node"]:
             failing.setdefault(finding["host"], set()).add(finding["id"])
-    drain, resume, unjudged = {}, [], []
+    outcomes = report.get("outcomes") or {}
+    drain, resume, unjudged = {}, {}, []
     for host in report.get("hosts") or []:
         node = config["host_node"].get(host["name"])
         if node is None:
@@ -95,8 +101,7 @@ def drain_plan(report, config):
         elif host["name"] in failing:
             drain[node] = sorted(failing[host["name"]])
         else:
-            resume.append(node)
-    audited = len(drain) + len(resume)
-    return {"drain": drain, "resume": sorted(resume), "unjudged": sorted(unjudged),
-            "max_drain": max(1, int(math.floor(audited * config["max_percent"] / 100.0 + 1e-9))),
+            resume[node] = sorted(rule for rule, outcome in (outcomes.get(host["name"]) or {}).items()
+                                  if isinstance(outcome, dict) and outcome.get("status") == "pass")
+    return {"drain": drain, "resume": resume, "unjudged": sorted(unjudged), "max_drain_percent": config["max_percent"],
             "conf": config["conf"]}

@@ -18,6 +18,7 @@ def run_vars(**extra):
 def test_off_unless_asked():
     assert settings({}, HOSTS, {}) == (None, [])
     assert settings({"fabric_slurm_drain": "false"}, HOSTS, {}) == (None, [])
+    assert settings({"fabric_slurm_drain": 0}, HOSTS, {}) == (None, [])
     assert settings({"fabric_slurm_drain": "maybe"}, HOSTS, {})[1] == [
         "fabric_slurm_drain: 'maybe' is not a boolean (true or false)"]
 
@@ -26,8 +27,9 @@ def test_node_names_default_to_the_inventory_name_and_are_checked():
     config, errors = settings(run_vars(), HOSTS, {"gpu2": {"fabric_slurm_node_name": "n2"}})
     assert errors == [] and config["host_node"] == {"gpu1": "gpu1", "gpu2": "n2", "gpu3": "gpu3", "gpu4": "gpu4"}
     assert config["max_percent"] == 10 and config["conf"] is None
-    config, errors = settings(run_vars(), HOSTS, {"gpu4": {"fabric_slurm_node_name": False}})
-    assert errors == [] and sorted(config["host_node"]) == ["gpu1", "gpu2", "gpu3"]  # false: no Slurm node
+    config, errors = settings(run_vars(), HOSTS, {"gpu4": {"fabric_slurm_node_name": False},
+                                                  "gpu3": {"fabric_slurm_node_name": "False"}})  # INI's false
+    assert errors == [] and sorted(config["host_node"]) == ["gpu1", "gpu2"]  # false: no Slurm node
     config, errors = settings(run_vars(), ["gpu1", "gpu2", "gpu[3-9]"], {
         "gpu1": {"fabric_slurm_node_name": "gpu[1-64]"}, "gpu2": {"fabric_slurm_node_name": "gpu[3-9]"}})
     assert config is None
@@ -42,6 +44,7 @@ def test_node_names_default_to_the_inventory_name_and_are_checked():
 
 @pytest.mark.parametrize("key, value, message", [
     ("fabric_slurm_host", "haed", "fabric_slurm_host: 'haed' is not a host of the inventory (nor localhost)"),
+    ("fabric_slurm_host", None, "fabric_slurm_host: None is not a host of the inventory"),
     ("fabric_slurm_drain_max_percent", 0, "fabric_slurm_drain_max_percent: 0 is not a percentage above 0"),
     ("fabric_slurm_drain_max_percent", "lots", "fabric_slurm_drain_max_percent: 'lots' is not a percentage"),
     ("fabric_slurm_drain_max_percent", True, "fabric_slurm_drain_max_percent: True is not a percentage"),
@@ -75,7 +78,9 @@ def test_drain_plan_from_a_report():
             {"id": "NET-007", "severity": "fail", "host": None, "waived": False},
             {"id": "NET-003", "severity": "fail", "host": "gpu3", "waived": False},
         ]}
-    assert drain_plan(report, config) == {"drain": {"n2": ["NET-004", "PCIE-001"]}, "resume": ["gpu1", "gpu4"],
-                                          "unjudged": ["gpu3"], "max_drain": 1, "conf": None}
-    config["max_percent"] = 100
-    assert drain_plan(report, config)["max_drain"] == 3
+    report["outcomes"] = {"gpu1": {"GDR-002": {"status": "findings"}, "NET-003": {"status": "pass"}},
+                          "gpu4": {"NET-002": {"status": "findings"}, "NET-003": {"status": "pass"},
+                                   "PCIE-001": {"status": "not_applicable"}, "NET-004": {"status": "pass"}}}
+    assert drain_plan(report, config) == {"drain": {"n2": ["NET-004", "PCIE-001"]},
+                                          "resume": {"gpu1": ["NET-003"], "gpu4": ["NET-003", "NET-004"]},
+                                          "unjudged": ["gpu3"], "max_drain_percent": 25, "conf": None}
