@@ -98,7 +98,7 @@ def bench(count, forks, probes, collections, work, profile=False, latency_only=F
                              label, probe_s, plan.group(1) if plan else "no plan", measuring, orchestration,
                              orchestration / measuring, orchestration / setup_s)) + (
                                  task_times(probed.stdout) if profile else "")
-            left = [p for p in iperf3_processes() if "198.18.21." in p[1]]
+            left = [p for p in iperf3_processes() if bed.train_net + "." in p[1]]
             line += "; iperf3 left: %d" % len(left)
         print(line, flush=True)
     finally:

@@ -38,6 +38,12 @@ sys.path.insert(0, os.path.join(REPO, "scripts"))
 sys.path.insert(0, os.path.join(REPO, "tests", "utils"))  # helpers: nshosts, sysfs_tree
 
 import fixtures as _fixtures  # noqa: E402  (scripts/fixtures.py)
+import testbed as _testbed  # noqa: E402  (tests/utils/testbed.py)
+
+if os.geteuid() == 0:
+    # lease this run's test-bed slot now, before any environment is copied: molecule, ansible-playbook and the
+    # scripts this run starts inherit it (GPUOPS_TESTBED_SLOT), so their namespaces and addresses are this run's
+    _testbed.slot()
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,9 @@ import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from conftest import require_tool
+from testbed import net
+
+ADDRESS = net(0) + ".1"  # this run's test-bed /24 (tests/utils/testbed.py): two runs never share it
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="creating interfaces needs root (CI runs as root)")
 
@@ -15,7 +18,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="creating interfaces n
 @pytest.fixture
 def interfaces():
     ip = require_tool("ip")
-    tag = "%03d" % (os.getpid() % 1000)
+    tag = "%03d" % (os.getpid() % 1000)  # the names: unique per process
     bridge, veth, peer = "gfbr" + tag, "gfva" + tag, "gfvb" + tag
     commands = [
         [ip, "link", "add", bridge, "type", "bridge"],
@@ -26,7 +29,7 @@ def interfaces():
         [ip, "link", "set", peer, "up"],
         [ip, "link", "set", bridge, "up"],
         # Addresses from the benchmark range, on a test interface of our own.
-        [ip, "addr", "add", "198.18.0.1/24", "dev", veth],
+        [ip, "addr", "add", ADDRESS + "/24", "dev", veth],
         [ip, "-6", "addr", "add", "fd18::1/64", "dev", veth, "nodad"],
     ]
     try:
@@ -55,14 +58,14 @@ def test_real_addresses_and_duplicates(interfaces):
     _bridge, veth, _peer = interfaces
     facts = gather(gather_subset=["nic"])
     nic = [n for n in facts["nics"] if n["name"] == veth][0]
-    assert nic["ipv4"] == ["198.18.0.1/24"]
+    assert nic["ipv4"] == [ADDRESS + "/24"]
     assert "fd18::1/64" in nic["ipv6"]
     # The same machine listed as two inventory hosts: its addresses in the intent's networks collide.
-    networks = {"training": {"role": "training", "subnet": "198.18.0.0/24"}}
+    networks = {"training": {"role": "training", "subnet": net(0) + ".0/24"}}
     report, errors = run_audit({"a": {"facts": facts, "networks": networks}, "b": {"facts": facts, "networks": networks}},
                                datetime.date.today(), "now")
     assert not errors
-    dup = [f for f in report["findings"] if f["id"] == "NET-007" and f["evidence"]["address"] == "198.18.0.1"]
+    dup = [f for f in report["findings"] if f["id"] == "NET-007" and f["evidence"]["address"] == ADDRESS]
     assert sorted(f["host"] for f in dup) == ["a", "b"] and dup[0]["subject"] == veth
 
 

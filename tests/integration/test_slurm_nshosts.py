@@ -166,7 +166,7 @@ def test_a_hostlist_as_node_name_is_refused_not_expanded(ansible_env, bed, tmp_p
     inventory = write_inventory(hosts, slurm, tmp_path / "inventory.json")
     with open(inventory) as handle:
         data = json.load(handle)
-    data["all"]["children"]["gpu"]["hosts"][slurm.nodes[0]]["fabric_slurm_node_name"] = "%s[1-2]" % PREFIX
+    data["all"]["children"]["gpu"]["hosts"][slurm.nodes[0]]["fabric_slurm_node_name"] = "%s[1-2]" % hosts.prefix
     with open(inventory, "w") as handle:
         json.dump(data, handle)
     set_mtu(hosts, 1, 1500)
@@ -175,7 +175,7 @@ def test_a_hostlist_as_node_name_is_refused_not_expanded(ansible_env, bed, tmp_p
     finally:
         set_mtu(hosts, 1, 9000)
     assert done.returncode == 2
-    assert "fabric_slurm_node_name: 'gfsl[1-2]' is not one Slurm node name" in done.stdout
+    assert "fabric_slurm_node_name: '%s[1-2]' is not one Slurm node name" % hosts.prefix in done.stdout
     assert "(host %s)" % slurm.nodes[0] in done.stdout
     assert "TASK [Gather topology facts]" not in done.stdout
     for node in slurm.nodes:

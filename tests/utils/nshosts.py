@@ -2,8 +2,10 @@
 real SSH. Used by the probe tests and by benchmarks/audit_scale_bench.py.
 
 Every host has two links into two bridges in the root namespace:
-- eth0, management, 198.18.<mgmt_octet>.<i>/24 (bridge <prefix>m, .254): what Ansible connects to.
-- eth1, training, 198.18.<train_octet>.<i>/24 at MTU 9000 (bridge <prefix>t, no address): what probes measure.
+- eth0, management, <mgmt /24>.<i> (bridge <prefix>m, .254): what Ansible connects to.
+- eth1, training, <train /24>.<i> at MTU 9000 (bridge <prefix>t, no address): what probes measure.
+The prefix and the /24s carry this run's test-bed slot (tests/utils/testbed.py): prefix "gftu" becomes "gftua" in
+slot 0, octet 16 the /24 198.18.16 there and 198.18.80 in slot 1, so two runs on one machine never collide.
   A link is shaped with ``tc tbf`` on both of its ends (the host's eth1 and the bridge's port towards it).
 
 The hosts share the machine's filesystem, processes and Python; only the network stack and the hostname are their
@@ -17,6 +19,8 @@ import signal
 import socket
 import subprocess
 import time
+
+import testbed
 
 SSHD = "/usr/sbin/sshd"
 NETNS_ETC = "/etc/netns"
@@ -36,22 +40,22 @@ class NamespaceHosts:
         self.private_etc = tuple(private_etc)
         self.work = str(work)
         self.count = count
-        self.prefix = prefix
-        self.mgmt_octet = mgmt_octet
-        self.train_octet = train_octet
+        self.prefix = testbed.name(prefix)
+        self.mgmt_net = testbed.net(mgmt_octet)
+        self.train_net = testbed.net(train_octet)
         self.train_mtu = train_mtu
-        self.names = ["%s%d" % (prefix, i) for i in range(1, count + 1)]
+        self.names = ["%s%d" % (self.prefix, i) for i in range(1, count + 1)]
         self.key = os.path.join(self.work, "id_ed25519")
 
     # -- addresses -------------------------------------------------------------------------------------------
     def mgmt_address(self, index):
-        return "198.18.%d.%d" % (self.mgmt_octet, index)
+        return "%s.%d" % (self.mgmt_net, index)
 
     def train_address(self, index):
-        return "198.18.%d.%d" % (self.train_octet, index)
+        return "%s.%d" % (self.train_net, index)
 
     def train_subnet(self):
-        return "198.18.%d.0/24" % self.train_octet
+        return "%s.0/24" % self.train_net
 
     # -- life cycle ------------------------------------------------------------------------------------------
     def up(self):
@@ -298,7 +302,10 @@ def iperf3_processes():
 def main(argv=None):
     """Command line for molecule's create/destroy playbooks and for trying things by hand:
     nshosts.py up --work DIR --count N [--prefix P] [--mgmt-octet A] [--train-octet B] --inventory FILE [--vars FILE]
-    nshosts.py down --work DIR [--prefix P]"""
+                  [--roots DIR --root-dir PATH ...]
+    nshosts.py down --work DIR [--prefix P]
+    The test-bed slot (tests/utils/testbed.py) comes from GPUOPS_TESTBED_SLOT, else up leases a free one and keeps its
+    number in DIR/slot for down."""
     import argparse
     parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
     parser.add_argument("action", choices=["up", "down"])
@@ -309,13 +316,24 @@ def main(argv=None):
     parser.add_argument("--train-octet", type=int, default=1)
     parser.add_argument("--inventory", help="write an Ansible inventory (YAML) of the hosts here")
     parser.add_argument("--vars", help="a YAML (or JSON) file of group variables to add to the inventory")
+    parser.add_argument("--roots", help="a folder with a directory per host (its stand-in /)")
+    parser.add_argument("--root-dir", action="append", default=[], help="a folder to make in each host's root")
     args = parser.parse_args(argv)
+    kept = os.path.join(args.work, "slot")
+    if args.action == "down" and not os.environ.get(testbed.ENV) and os.path.exists(kept):
+        with open(kept) as handle:
+            os.environ[testbed.ENV] = handle.read().strip()
     bed = NamespaceHosts(args.work, args.count, prefix=args.prefix, mgmt_octet=args.mgmt_octet,
                          train_octet=args.train_octet)
     if args.action == "down":
         bed.down()
         return
     bed.up()
+    with open(kept, "w") as handle:
+        handle.write("%d\n" % testbed.slot())
+    for name in bed.names:
+        for folder in args.root_dir:
+            os.makedirs(os.path.join(args.roots, name, folder), exist_ok=True)
     if args.inventory:
         group = {"fabric_test_subnet": bed.train_subnet()}
         if args.vars:

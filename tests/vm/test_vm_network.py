@@ -16,6 +16,8 @@ import subprocess
 
 import pytest
 
+import testbed
+
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.procfs import parse_proc_bonding
 from conftest import REPO
 
@@ -47,6 +49,9 @@ def inventory_data(kind):
     group["ansible_ssh_private_key_file"] = os.path.join(os.environ.get("GPUOPS_VM_DIR") or
                                                          os.path.join(REPO, ".cache", "vm"), "id_ed25519")
     group["fabric_network_backend"] = kind
+    # the SSH ports vmctl.sh forwards for this run's test-bed slot (tests/utils/testbed.py)
+    for number, host in enumerate(("vm1", "vm2"), 1):
+        data["all"]["children"]["vms"]["hosts"][host]["ansible_port"] = 2220 + 10 * testbed.slot() + number
     return data
 
 

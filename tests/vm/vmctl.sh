@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Two Debian 12 VMs under qemu (TCG: software emulation; KVM here cannot run a stock kernel), joined back
 # to back by two virtio "cables" (qemu socket netdevs, 100G full duplex so 802.3ad can aggregate), each
-# with a management NIC on qemu's user network and SSH forwarded to 127.0.0.1:222N.
+# with a management NIC on qemu's user network and SSH forwarded to 127.0.0.1:(2220 + 10 x slot + N).
+# The slot is the run's test bed (GPUOPS_TESTBED_SLOT, tests/utils/testbed.py; 0 when unset): two runs on one
+# machine use their own ports for SSH and for the cables.
 #   vmctl.sh build   rootfs with mmdebstrap, base image with mkfs.ext4 -d (cached in .cache/vm)
 #   vmctl.sh start [netplan|networkmanager]
 #                    boot both VMs from fresh overlays and wait for SSH; the argument says what manages the
@@ -12,6 +14,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 VM=${GPUOPS_VM_DIR:-$PWD/.cache/vm}
 mkdir -p "$VM"
+SLOT=${GPUOPS_TESTBED_SLOT:-0}
+case "$SLOT" in [0-7]) ;; *) echo "vmctl.sh: GPUOPS_TESTBED_SLOT=$SLOT: a slot 0-7" >&2; exit 2 ;; esac
+ssh_port() { echo $((2220 + 10 * SLOT + $1)); }
+cable_port() { echo $((40400 + 10 * SLOT + $1)); }
 
 IMAGE_VERSION=8  # bump when the image recipe changes
 
@@ -100,11 +106,11 @@ start() {
       -kernel "$VM/vmlinuz" -initrd "$VM/initrd.img" \
       -append "root=/dev/vda rw console=ttyS0 systemd.hostname=vm$n net.ifnames=1$extra$cmdline" "${iommu[@]}" \
       -drive "file=$VM/vm$n.qcow2,if=virtio,format=qcow2" \
-      -netdev "user,id=m,hostfwd=tcp:127.0.0.1:222$n-:22" \
+      -netdev "user,id=m,hostfwd=tcp:127.0.0.1:$(ssh_port "$n")-:22" \
       -device "virtio-net-pci,netdev=m,addr=0x3,mac=52:54:00:00:00:1$n" \
-      -netdev "socket,id=d1,$mode=127.0.0.1:40401" \
+      -netdev "socket,id=d1,$mode=127.0.0.1:$(cable_port 1)" \
       -device "virtio-net-pci,netdev=d1,addr=0x4,mac=52:54:00:00:01:1$n,speed=100000,duplex=full" \
-      -netdev "socket,id=d2,$mode=127.0.0.1:40402" \
+      -netdev "socket,id=d2,$mode=127.0.0.1:$(cable_port 2)" \
       -device "virtio-net-pci,netdev=d2,addr=0x5,mac=52:54:00:00:02:1$n,speed=100000,duplex=full" \
       -device pcie-root-port,id=rp1,chassis=1,addr=0x6 -device virtio-rng-pci,bus=rp1 \
       -display none -serial "file:$VM/vm$n.console" -monitor "unix:$VM/vm$n.mon,server,nowait" \
@@ -123,7 +129,7 @@ start() {
 ssh_vm() {
   local n=$1; shift
   ssh -q -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=5 \
-    -i "$VM/id_ed25519" -p "222$n" root@127.0.0.1 "$@"
+    -i "$VM/id_ed25519" -p "$(ssh_port "$n")" root@127.0.0.1 "$@"
 }
 
 stop_one() {
