@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import REPO, recap
-from testbed import net as testbed_net
+from testbed import net as slot_net
 from nshosts import NamespaceHosts, iperf3_processes
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root (CI runs as root)")
@@ -26,7 +26,7 @@ MGMT, TRAIN = 10, 11
 
 def ours():
     """iperf3 processes of this test bed (the machine may run others)."""
-    return [p for p in iperf3_processes() if testbed_net(TRAIN) + "." in p[1]]
+    return [p for p in iperf3_processes() if slot_net(TRAIN) + "." in p[1]]
 
 
 @pytest.fixture(scope="module")
