@@ -44,6 +44,7 @@ MAX_LISTING_BYTES = 256 * 1024 * 1024
 # $ maintenance reservation, - planned
 _MARKS = {"*": "NOT_RESPONDING", "@": "REBOOT_REQUESTED", "^": "REBOOT_ISSUED", "~": "POWERED_DOWN",
           "#": "POWERING_UP", "%": "POWERING_DOWN", "!": "POWER_DOWN", "$": "MAINTENANCE", "-": "PLANNED"}
+_MARK_CHARS = "".join(_MARKS)
 # A node this collection drained is resumed only from one of these base states, with no flag but these: a node
 # that is also down, failing, rebooting or not responding is Slurm's and its administrators' to bring back.
 RESUMABLE_BASE = ("IDLE", "MIXED", "ALLOCATED", "COMPLETING")
@@ -137,7 +138,7 @@ def state_flags(state):
     NOT_RESPONDING]."""
     flags = set()
     for part in state.split("+"):
-        word = part.rstrip("".join(_MARKS))
+        word = part.rstrip(_MARK_CHARS)
         for mark in part[len(word):]:
             flags.add(_MARKS[mark])
         if word:
@@ -152,7 +153,7 @@ def drained(node):
 
 def _resumable(node):
     """Why a node this collection drained is not to be resumed by it (down, failing, rebooting ...), or None."""
-    base = (node["state"] or "").split("+")[0].rstrip("".join(_MARKS))
+    base = (node["state"] or "").split("+")[0].rstrip(_MARK_CHARS)
     others = [f for f in node["flags"] if f != base and f not in RESUMABLE_FLAGS]
     if base not in RESUMABLE_BASE or others:
         return "drained by this collection, but also %s: left to Slurm and its administrators" % (
@@ -218,7 +219,7 @@ def plan(nodes, drain, resume, max_drain_percent=None):
         if held:
             kept[name] = held
             continue
-        act(name, "resume", "+".join(f for f in node["state"].split("+") if f.rstrip("".join(_MARKS)) not in (
+        act(name, "resume", "+".join(f for f in node["state"].split("+") if f.rstrip(_MARK_CHARS) not in (
             "DRAIN", "DRAINED", "DRAINING")) or "IDLE", None)
     actions.sort(key=lambda a: a["node"])
     new = [a["node"] for a in actions if a["action"] == "drain"]

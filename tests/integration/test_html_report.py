@@ -29,6 +29,18 @@ def dump_dom(path, tmp_path, *args):
     return chromium(tmp_path, *(list(args) + ["--dump-dom", "file://" + path]))
 
 
+def probed(page, probe, tmp_path):
+    """(the DOM as Chromium left it, the answer) of ``page`` with ``probe``, a script that leaves its answer in
+    body's data-probe."""
+    path = str(tmp_path / "probed.html")
+    with open(path, "w") as handle:
+        handle.write(page.replace("</body>", probe + "</body>"))
+    text = dump_dom(path, tmp_path, "--virtual-time-budget=3000")
+    found = re.search(r'data-probe="([^"]*)"', text)
+    assert found, text[-2000:]
+    return text, found.group(1)
+
+
 def audited(roots, realdata):
     inputs = {
         "dgx8-broken": {"facts": gather(root=roots["dgx8-broken"]), "expectations": EXPECT},
@@ -79,13 +91,7 @@ def test_grouped_row_opens_as_one_and_colours_show(roots, realdata, tmp_path):
              "setTimeout(function(){var m=row.querySelector('details.messages');"
              "document.body.setAttribute('data-probe',(m?m.open:'none')+','+"
              "getComputedStyle(document.querySelector('#hosts tbody tr td')).backgroundColor);},200);});</script>")
-    probed = str(tmp_path / "probed.html")
-    with open(probed, "w") as handle:
-        handle.write(page.replace("</body>", probe + "</body>"))
-    dom = dump_dom(probed, tmp_path, "--virtual-time-budget=3000")
-    found = re.search(r'data-probe="([^"]*)"', dom)
-    assert found, dom[-2000:]
-    opened, colour = found.group(1).split(",", 1)
+    opened, colour = probed(page, probe, tmp_path)[1].split(",", 1)
     assert opened == "true"  # the GDR-002 messages differ per subject: a second <details> that followed the first
     assert colour.replace(" ", "") == "rgb(253,228,231)"  # #fde4e7, the worst-fail row colour
 
@@ -127,13 +133,8 @@ def test_the_pcie_pictures_hold_the_devices_of_the_facts_and_render(roots, reald
              "boxes.forEach(function(o){if(b.left<o.right&&o.left<b.right&&b.top<o.bottom&&o.top<b.bottom)overlaps++;});"
              "boxes.push(b);});out.push(svg.dataset.host+':'+boxes.length+':'+overlaps+':'+overflows);});"
              "document.body.setAttribute('data-probe',out.join(' '));},300);});</script>")
-    probed = str(tmp_path / "probed.html")
-    with open(probed, "w") as handle:
-        handle.write(page.replace("</body>", probe + "</body>"))
-    dom = dump_dom(probed, tmp_path, "--virtual-time-budget=3000")
-    found = re.search(r'data-probe="([^"]*)"', dom)
-    assert found, dom[-2000:]
-    measured = dict((p.split(":")[0], [int(v) for v in p.split(":")[1:]]) for p in found.group(1).split())
+    dom, found = probed(page, probe, tmp_path)
+    measured = dict((p.split(":")[0], [int(v) for v in p.split(":")[1:]]) for p in found.split())
     assert sorted(measured) == sorted(report["topology"]) == ["a-healthy", "dgx8-broken", "hp-sl390"]
     for host, (boxes, overlaps, overflows) in measured.items():
         tree = report["topology"][host]
