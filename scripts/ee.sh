@@ -2,10 +2,19 @@
 # Build the execution environment (ee/execution-environment.yml): the collection tarball first, then the image
 # with podman or docker when one works here, else (or with EE_CONTEXT_ONLY=1) only the build context in ee/context
 # (copy it to a machine with a container runtime: `podman build -f Containerfile -t gpuops-fabric-ee ee/context`).
+#   EE_BASE_IMAGE   the base (default localhost/gpuops-fabric-ee-base:trixie, made here by scripts/ee-base.sh when
+#                   podman lacks it); AWX/AAP users name ee-minimal or their own, with
+#   EE_PKGMGR       its package manager (default /usr/bin/apt-get; /usr/bin/microdnf for ee-minimal) and
+#   EE_PYCMD        its Python (default /usr/bin/python3)
+#   EE_TAG          the image's name (default localhost/gpuops-fabric-ee:latest)
+#   EE_ISOLATION    podman build --isolation (chroot where the default cannot run, as on the test machines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/ansible-builder ] || bash scripts/setup.sh
 out=${1:-ee/context}
+default_base=localhost/gpuops-fabric-ee-base:trixie
+base=${EE_BASE_IMAGE:-$default_base}
+tag=${EE_TAG:-localhost/gpuops-fabric-ee:latest}
 rm -rf ee/dist && mkdir -p ee/dist
 .venv/bin/ansible-galaxy collection build --force --output-path ee/dist . >/dev/null
 mv ee/dist/gpuops-fabric-*.tar.gz ee/dist/gpuops-fabric.tar.gz
@@ -18,9 +27,18 @@ if [ "${EE_CONTEXT_ONLY:-0}" != 1 ]; then
     fi
   done
 fi
-if [ -n "$runtime" ]; then
-  .venv/bin/ansible-builder build --container-runtime "$runtime" -f ee/execution-environment.yml -c "$out" -t gpuops-fabric-ee
-else
+if [ -z "$runtime" ]; then
   .venv/bin/ansible-builder create -f ee/execution-environment.yml -c "$out" --output-filename Containerfile
   echo "ee: build context written to $out (no working podman or docker here, or EE_CONTEXT_ONLY=1)" >&2
+  exit 0
 fi
+if [ "$base" = "$default_base" ] && ! "$runtime" image exists "$base" 2>/dev/null; then
+  bash scripts/ee-base.sh "$base"
+fi
+args=(--build-arg "EE_BASE_IMAGE=$base")
+[ -z "${EE_PKGMGR:-}" ] || args+=(--build-arg "PKGMGR=$EE_PKGMGR")
+[ -z "${EE_PYCMD:-}" ] || args+=(--build-arg "PYCMD=$EE_PYCMD")
+[ -z "${EE_ISOLATION:-}" ] || args+=("--extra-build-cli-args=--isolation=$EE_ISOLATION")
+.venv/bin/ansible-builder build --container-runtime "$runtime" -f ee/execution-environment.yml -c "$out" -t "$tag" \
+  "${args[@]}"
+echo "ee: $tag (base $base)"

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(hwloc python3-venv git shellcheck chromium iproute2 netplan.io network-manager
               qemu-system-x86 qemu-utils mmdebstrap e2fsprogs openssh-client
               systemd util-linux openssh-server iperf3 iputils-ping ethtool lldpd
-              prometheus prometheus-node-exporter slurmctld slurmd slurm-client munge)
+              prometheus prometheus-node-exporter slurmctld slurmd slurm-client munge podman)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

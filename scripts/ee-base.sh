@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Build the execution environment's default base image locally, without a registry: a minimal Debian (trixie:
+# Python 3.13, so pip picks the newest ansible-core the collection supports) with Python, pip and venv, made by
+# mmdebstrap and imported into podman as localhost/gpuops-fabric-ee-base:trixie (the base image ee.sh uses unless
+# EE_BASE_IMAGE names another). Where pip must trust a CA of this machine's own (an intercepting proxy: PIP_CERT
+# or EE_CA_BUNDLE names its bundle), that bundle replaces the image's, so the build's pip and apt can fetch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tag=${1:-localhost/gpuops-fabric-ee-base:trixie}
+suite=${EE_BASE_SUITE:-trixie}
+mirror=${EE_BASE_MIRROR:-http://deb.debian.org/debian}
+bundle=${EE_CA_BUNDLE:-${PIP_CERT:-}}
+hooks=()
+if [ -n "$bundle" ]; then
+  [ -f "$bundle" ] || { echo "ee-base: CA bundle '$bundle' (EE_CA_BUNDLE or PIP_CERT) is not a file" >&2; exit 2; }
+  hooks=(--customize-hook="upload $bundle /etc/ssl/certs/ca-certificates.crt")
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mmdebstrap --quiet --variant=minbase --include=python3,python3-pip,python3-venv,ca-certificates "${hooks[@]}" \
+  "$suite" "$work/rootfs.tar" "$mirror"
+podman import --quiet "$work/rootfs.tar" "$tag" >/dev/null
+echo "ee-base: $tag"
