@@ -3,13 +3,17 @@
 # Python 3.13, so pip picks the newest ansible-core the collection supports) with Python, pip and venv, made by
 # mmdebstrap and imported into podman as localhost/gpuops-fabric-ee-base:trixie (the base image ee.sh uses unless
 # EE_BASE_IMAGE names another). Where pip must trust a CA of this machine's own (an intercepting proxy: PIP_CERT
-# or EE_CA_BUNDLE names its bundle), that bundle replaces the image's, so the build's pip and apt can fetch.
+# or EE_CA_BUNDLE names its bundle, else pip's own configuration's global.cert), that bundle replaces the image's,
+# so the build's pip and apt can fetch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tag=${1:-localhost/gpuops-fabric-ee-base:trixie}
 suite=${EE_BASE_SUITE:-trixie}
 mirror=${EE_BASE_MIRROR:-http://deb.debian.org/debian}
 bundle=${EE_CA_BUNDLE:-${PIP_CERT:-}}
+if [ -z "$bundle" ] && [ -x .venv/bin/python ]; then
+  bundle=$(.venv/bin/python -m pip config list 2>/dev/null | sed -n "s/^global\.cert='\(.*\)'$/\1/p" | tail -1)
+fi
 hooks=()
 if [ -n "$bundle" ]; then
   [ -f "$bundle" ] || { echo "ee-base: CA bundle '$bundle' (EE_CA_BUNDLE or PIP_CERT) is not a file" >&2; exit 2; }

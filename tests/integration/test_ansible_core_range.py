@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from test_audit import GOLDEN_DEMO, GOLDEN_FILES, TIMESTAMP
+from test_audit import GOLDEN_DAY, GOLDEN_DEMO, GOLDEN_FILES, TIMESTAMP
 
 from conftest import REPO
 
@@ -37,7 +37,7 @@ def test_the_demo_audit_is_the_same_on_the_newest_core(tmp_path):
     inventory = os.path.join(REPO, "demo", "inventory.yml")
     result = subprocess.run([os.path.join(NEWEST, "ansible-playbook"), "-i", inventory,
                              "gpuops.fabric.audit", "-e", "fabric_report_dir=" + report_dir,
-                             "-e", "fabric_hosts=all:!this-machine",
+                             "-e", "fabric_hosts=all:!this-machine", "-e", "fabric_audit_today=" + GOLDEN_DAY,
                              "-e", "ansible_python_interpreter=" + os.path.join(NEWEST, "python")],
                             env=env, capture_output=True, text=True, timeout=600, cwd=str(tmp_path), check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
