@@ -16,7 +16,7 @@ if [ -z "$bundle" ] && [ -x .venv/bin/python ]; then
 fi
 hooks=()
 if [ -n "$bundle" ]; then
-  [ -f "$bundle" ] || { echo "ee-base: CA bundle '$bundle' (EE_CA_BUNDLE or PIP_CERT) is not a file" >&2; exit 2; }
+  [ -f "$bundle" ] || { echo "ee-base: CA bundle '$bundle' (EE_CA_BUNDLE, PIP_CERT or pip's global.cert) is not a file" >&2; exit 2; }
   hooks=(--customize-hook="upload $bundle /etc/ssl/certs/ca-certificates.crt")
 fi
 work=$(mktemp -d)

@@ -48,7 +48,8 @@ class ActionModule(ControllerAction):
             today = (datetime.datetime.strptime(args["today"], "%Y-%m-%d").date() if args["today"]
                      else datetime.date.today())
         except ValueError:
-            raise AnsibleActionFail("validate: today: %r is not a date (YYYY-MM-DD)" % args["today"])
+            raise AnsibleActionFail("validate: today (fabric_audit_today in the playbooks): %r is not a date "
+                                    "(YYYY-MM-DD)" % args["today"])
 
         inputs = dict((host, host_input(hostvars[host], args["drift"])) for host in hosts)
 

@@ -98,10 +98,9 @@ def test_the_built_image_audits_the_namespace_hosts(image, bed, tmp_path):
     work.mkdir()
     shutil.copy(bed.key, work / "key")
     os.chmod(work / "key", 0o600)
-    inventory = json.loads(open(bed.write_inventory(tmp_path / "inventory.json", {
-        "fabric_expectations": {"nics": [{"name": "eth1", "mtu": 9000}]}})).read())
-    inventory["all"]["vars"]["ansible_ssh_private_key_file"] = "/runner/key"
-    (work / "inventory.json").write_text(json.dumps(inventory))
+    group = dict(bed.connection_vars(), ansible_ssh_private_key_file="/runner/key",  # the key as the image sees it
+                 fabric_expectations={"nics": [{"name": "eth1", "mtu": 9000}]})
+    (work / "inventory.json").write_text(json.dumps({"all": {"vars": group, "hosts": bed.hostvars()}}))
     bed.set_mtu(2, 1500)  # a real fault on the second host: its training interface at 1500 where 9000 is expected
 
     version = in_image(image, work, "ansible-playbook", "--version")[1]
