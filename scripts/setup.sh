@@ -44,10 +44,11 @@ if ! "$PYTHON" -c 'import sys; sys.exit(0 if sys.version_info[:2] >= (3, 11) els
   exit 1
 fi
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-stamp=.venv/.requirements-$(cat requirements.txt tests/requirements.txt | sha256sum | cut -c1-16)
+# the whole suite runs on the oldest supported ansible-core (tests/core-floor-constraints.txt)
+stamp=.venv/.requirements-$(cat requirements.txt tests/requirements.txt tests/core-floor-constraints.txt | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -r requirements.txt -r tests/requirements.txt
+  .venv/bin/python -m pip install -q -r requirements.txt -r tests/requirements.txt -c tests/core-floor-constraints.txt
   rm -f .venv/.requirements-*
   touch "$stamp"
 fi

@@ -79,7 +79,7 @@ def test_galaxy_importer_accepts_the_tarball(ansible_env, tmp_path):
     assert modules and all(documented.get(("module", m)) for m in modules), documented  # ansible-doc ran on each
     roles = sorted(os.listdir(os.path.join(REPO, "roles")))
     assert sorted(c["name"] for c in imported["contents"] if c["content_type"] == "role") == roles
-    assert imported["requires_ansible"] == ">=2.19.0"
+    assert imported["requires_ansible"] == ">=2.16.0"
 
 
 def test_galaxy_importer_refuses_a_role_without_its_readme(tmp_path):

@@ -3,6 +3,10 @@ go through each format's quoting, and the consumers (/bin/sh, PyYAML, NetworkMan
 exactly the name and nothing more. The validators would refuse every one of these names long before; these tests
 bypass them on purpose, to show the second wall holds alone."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import ctypes
 import os
 import subprocess

@@ -1,6 +1,10 @@
 """The Slurm node table as scontrol prints it (real captures: tests/fixtures/slurm/captured from Debian's 22.05 on this
 machine, tests/fixtures/slurm/public from users' posts, Slurm 20.02 to 25.05) and what to drain and resume."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import glob
 import os
 

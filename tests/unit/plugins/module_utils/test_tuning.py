@@ -3,6 +3,10 @@ hand-written in the kernel's layout (sysfs msi_irqs, numa_node, node cpulist, /p
 capture here has interrupts. The ring readers run on real `ethtool -g` captures (tests/fixtures/realdata/ethtool-g,
 with PROVENANCE)."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 
 import pytest

@@ -4,6 +4,10 @@ The module object stands in for AnsibleModule at the library boundary (its fail_
 what would run); the marker files are real files in a temporary rollback directory.
 """
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 import time
 

@@ -5,6 +5,10 @@ gathered intent again and render it: the bytes are the same (so the role reports
 a hand edit looks like once gathered, and what cannot be said in the intent is listed.
 """
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 
 import pytest

@@ -1,6 +1,10 @@
 """Renderers: golden files per backend for each intent in tests/fixtures/intents, and the real consumers
 (netplan generate, nmcli --offline) reading what we write."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import configparser
 import os
 import subprocess

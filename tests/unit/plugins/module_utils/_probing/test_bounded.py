@@ -1,5 +1,9 @@
 """The probes' bounded runner: argument lists only, a time limit that kills, output kept as bytes."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import time
 
 import pytest

@@ -3,6 +3,10 @@
 name and leaves its result for the collect; a node clock far off the controller's is corrected for; a bad job name, a
 run that was killed or stopped and a result file that is no file are named, never a traceback."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import json
 import os
 import signal

@@ -2,6 +2,10 @@
 on this machine's loopback), iperf3's segment counts (real captures), and throughput_probe's client run for real
 against an iperf3 server on loopback, with pings idle and under load."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import json
 import os
 import subprocess

@@ -1,6 +1,10 @@
 """NCCL_DEBUG=INFO output parsed: real logs posted publicly (tests/fixtures/realdata/nccl-logs, each with its
 PROVENANCE.md and expected.json, what a person reads in it), and what no log may do to the parser."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import glob
 import io
 import json

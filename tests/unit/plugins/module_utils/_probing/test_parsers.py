@@ -1,6 +1,10 @@
 """Probe output parsers on real captured output (tests/fixtures/probes, see PROVENANCE.md there), the server
 bookkeeping on real processes and sockets."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 import shutil
 import socket

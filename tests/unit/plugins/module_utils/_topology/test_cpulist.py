@@ -1,3 +1,7 @@
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import (
     format_cpulist, parse_cpulist, parse_cpumask,
 )

@@ -1,5 +1,9 @@
 """Bad input: clear messages naming the path, never a traceback; odd values become null plus a warning."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 import shutil
 

@@ -1,5 +1,9 @@
 """The hand-written 8-GPU nodes (tests/fixtures/handwritten; NOT captured from a machine)."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather

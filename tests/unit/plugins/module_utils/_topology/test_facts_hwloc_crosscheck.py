@@ -5,6 +5,10 @@ on the tree; our hwloc-XML reader on that output must agree with our sysfs reade
 devices, NUMA locality, link speeds, interfaces and path types.
 """
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 import subprocess
 

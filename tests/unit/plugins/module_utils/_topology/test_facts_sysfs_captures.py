@@ -1,5 +1,9 @@
 """The sysfs reader on real captures (tests/fixtures/realdata, see each PROVENANCE.md)."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather

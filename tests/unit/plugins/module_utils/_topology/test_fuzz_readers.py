@@ -4,6 +4,10 @@ Each sysfs/procfs file the reader parses is overwritten with random bytes in a c
 tree; XML readers get random and truncated documents. The only acceptable failure is TopologyError.
 """
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 import shutil
 

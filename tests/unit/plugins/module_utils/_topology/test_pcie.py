@@ -1,5 +1,9 @@
 """PCIe link arithmetic: the table in DESIGN.md and both sysfs speed spellings."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (

@@ -3,6 +3,10 @@ sysfs-pci-aer, sysfs-infiniband-counters, proc-net-snmp, each with PROVENANCE.md
 /sys, and on the hand-written nodes (tests/fixtures/handwritten/README.md says what they plant); bad files give
 warnings, never a traceback."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 
 import pytest

@@ -4,6 +4,10 @@ machine's own dcb against its own interfaces (no DCB driver here: it says "Opera
 left out); junk. Where a DCB-capable NIC is needed (cannot run here), the tool's output is a real capture fed through
 ``run``, the module's boundary."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 import shutil
 import subprocess

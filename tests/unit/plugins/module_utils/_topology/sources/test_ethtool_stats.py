@@ -2,6 +2,10 @@
 (tests/fixtures/realdata/ethtool-S/PROVENANCE.md): what is kept, how per-queue counters are summed, and that no
 output -- cut, huge or garbage -- costs more than its bounds."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ethtool_stats import (

@@ -3,6 +3,10 @@ PCIe payload and read request sizes and relaxed ordering from `lspci -xxx` dumps
 the open or proprietary GPU kernel module from /proc/driver/nvidia/version, the IOMMU options of /proc/cmdline; and
 on the hand-written nodes (tests/fixtures/handwritten) the facts they become."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 import re
 

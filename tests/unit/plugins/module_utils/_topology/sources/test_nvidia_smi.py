@@ -1,6 +1,10 @@
 """nvidia-smi's own words read from real outputs posted publicly (tests/fixtures/realdata/nvidia-smi, each with its
 PROVENANCE.md): `nvidia-smi -q` per GPU, `nvidia-smi topo -m` with and without its NIC legend."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import os
 
 from conftest import REPO

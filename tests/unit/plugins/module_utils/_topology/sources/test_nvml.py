@@ -1,6 +1,10 @@
 """NVML enrichment. NVML cannot run here (no GPU), so a fake stands in for the pynvml functions the
 code calls (the library boundary); the real pynvml is used for the missing-library path."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology import facts as _facts

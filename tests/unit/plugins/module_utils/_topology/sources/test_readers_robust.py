@@ -7,6 +7,10 @@ plants); the normal cases are the captures themselves. Reads that could hang run
 timeout, so a regression fails instead of hanging the suite. No test here asserts a time.
 """
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import errno
 import json
 import os

@@ -1,5 +1,9 @@
 """hwloc XML and NCCL topology XML readers on real files (tests/fixtures/realdata)."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather

@@ -1,6 +1,10 @@
 """Hostile inputs to the hwloc and NCCL XML readers (issue 13): every one ends in facts with notes or in a
 TopologyError naming the path, never a traceback, a hang or unbounded memory. Inputs are hand-made here."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import json
 import os
 import threading
