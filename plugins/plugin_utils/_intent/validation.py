@@ -155,7 +155,7 @@ def validate_networks(value, errors, key="fabric_networks", check_overlap=True, 
                               % (where, speed))
             else:
                 item["speed_mbps"] = speed
-        for _index, rwhere, route in mappings_in(net.get("routes") or [], where + ".routes", errors):
+        for _index, rwhere, route in mappings_in(net.get("routes"), where + ".routes", errors):
             for unknown in sorted(set(route) - set(ROUTE_KEYS), key=str):
                 errors.append("%s.%s: unknown key (known: %s)" % (rwhere, unknown, ", ".join(ROUTE_KEYS)))
             to = None

@@ -69,6 +69,8 @@ BAD = [
     ("fabric_networks.training.mtu", True, "fabric_networks.training.mtu: True is outside 68..9216"),
     ("fabric_networks.storage.subnet", "198.18.2.0/24", "fabric_networks.storage.subnet: 198.18.2.0/24 overlaps fabric_networks.training.subnet 198.18.0.0/22"),
     ("fabric_networks.training.routes", {"to": "x"}, "fabric_networks.training.routes: expected a list"),
+    ("fabric_networks.training.routes", False, "fabric_networks.training.routes: expected a list, got False"),
+    ("fabric_networks.training.routes", "", "fabric_networks.training.routes: expected a list, got ''"),
     ("fabric_networks.training.routes", [{"via": "198.18.0.1"}], "fabric_networks.training.routes[0].to: None is not a destination subnet"),
     ("fabric_networks.training.routes", [{"to": "10.0.0.0/8"}], "fabric_networks.training.routes[0].via: a route needs a gateway"),
     ("fabric_networks.training.routes", [{"to": "10.0.0.0/8", "via": "10.0.0.1"}],
