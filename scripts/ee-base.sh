@@ -14,9 +14,19 @@ bundle=${EE_CA_BUNDLE:-${PIP_CERT:-}}
 if [ -z "$bundle" ] && [ -x .venv/bin/python ]; then
   bundle=$(.venv/bin/python -m pip config list 2>/dev/null | sed -n "s/^global\.cert='\(.*\)'$/\1/p" | tail -1)
 fi
+EE_SCRIPT=ee-base
+# shellcheck source=scripts/ee-checks.sh
+. scripts/ee-checks.sh
+ee_check_image "the tag (argument 1)" "$tag"
+[[ $suite =~ ^[a-z][a-z0-9-]{0,31}$ ]] || ee_bad EE_BASE_SUITE "$suite" "is not a Debian suite name (trixie, bookworm, ...)"
+[[ $mirror =~ ^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~%/-]*)?$ ]] \
+  || ee_bad EE_BASE_MIRROR "$mirror" "is not an http(s) URL of a Debian mirror"
 hooks=()
 if [ -n "$bundle" ]; then
-  [ -f "$bundle" ] || { echo "ee-base: CA bundle '$bundle' (EE_CA_BUNDLE, PIP_CERT or pip's global.cert) is not a file" >&2; exit 2; }
+  # mmdebstrap's upload hook takes its two paths separated by blanks: none inside them
+  [[ $bundle =~ ^[A-Za-z0-9_+./-]+$ ]] \
+    || ee_bad "CA bundle (EE_CA_BUNDLE, PIP_CERT or pip's global.cert)" "$bundle" "is not a path of letters, digits and _ + . - /"
+  [ -f "$bundle" ] || ee_bad "CA bundle (EE_CA_BUNDLE, PIP_CERT or pip's global.cert)" "$bundle" "is not a file"
   hooks=(--customize-hook="upload $bundle /etc/ssl/certs/ca-certificates.crt")
 fi
 work=$(mktemp -d)

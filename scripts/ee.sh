@@ -15,6 +15,17 @@ out=${1:-ee/context}
 default_base=localhost/gpuops-fabric-ee-base:trixie
 base=${EE_BASE_IMAGE:-$default_base}
 tag=${EE_TAG:-localhost/gpuops-fabric-ee:latest}
+EE_SCRIPT=ee
+# shellcheck source=scripts/ee-checks.sh
+. scripts/ee-checks.sh
+ee_check_image EE_BASE_IMAGE "$base"
+ee_check_image EE_TAG "$tag"
+ee_check_program EE_PKGMGR "${EE_PKGMGR:-}"
+ee_check_program EE_PYCMD "${EE_PYCMD:-}"
+case "${EE_ISOLATION:-}" in
+  ""|oci|chroot|rootless) ;;
+  *) ee_bad EE_ISOLATION "$EE_ISOLATION" "is not one of podman's isolations: oci, chroot, rootless" ;;
+esac
 rm -rf ee/dist && mkdir -p ee/dist
 .venv/bin/ansible-galaxy collection build --force --output-path ee/dist . >/dev/null
 mv ee/dist/gpuops-fabric-*.tar.gz ee/dist/gpuops-fabric.tar.gz

@@ -48,6 +48,32 @@ def test_ee_script_writes_a_build_context(tmp_path):
     assert requirements["collections"][0]["name"] == "/build/collections/gpuops-fabric.tar.gz"
 
 
+
+@pytest.mark.parametrize("script,setting,value", [
+    ("ee.sh", "EE_BASE_IMAGE", "ee-minimal rhel9"),
+    ("ee.sh", "EE_BASE_IMAGE", "x;rm -rf /"),
+    ("ee.sh", "EE_BASE_IMAGE", "$(id)"),
+    ("ee.sh", "EE_TAG", "Local/EE"),
+    ("ee.sh", "EE_PKGMGR", "microdnf"),
+    ("ee.sh", "EE_PKGMGR", "/usr/../bin/sh"),
+    ("ee.sh", "EE_PYCMD", "/usr/bin/python3 -c 'import os'"),
+    ("ee.sh", "EE_ISOLATION", "none"),
+    ("ee-base.sh", "EE_BASE_SUITE", "trixie main"),
+    ("ee-base.sh", "EE_BASE_MIRROR", "file:///etc"),
+    ("ee-base.sh", "EE_CA_BUNDLE", "/tmp/a bundle.crt"),
+])
+def test_a_bad_setting_stops_the_ee_scripts_before_anything_is_built(tmp_path, script, setting, value):
+    context = tmp_path / "context"
+    dist = os.path.join(REPO, "ee", "dist")
+    before = os.stat(dist).st_mtime_ns if os.path.exists(dist) else None
+    done = subprocess.run(["bash", os.path.join(REPO, "scripts", script)] + ([str(context)] if script == "ee.sh" else []),
+                          capture_output=True, text=True, cwd=REPO, timeout=60, check=False,
+                          env=dict(os.environ, EE_CONTEXT_ONLY="1", **{setting: value}))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert setting in done.stderr and "'%s'" % value in done.stderr, done.stderr
+    # the tarball is not rebuilt, nothing is written, no image is made
+    assert not context.exists() and (os.stat(dist).st_mtime_ns if os.path.exists(dist) else None) == before
+
 # -- the image itself: built with podman from a base made here, then the audit run from inside it ---------------
 
 EE_TAG = "localhost/gpuops-fabric-ee:test-%s" % testbed.slot()
