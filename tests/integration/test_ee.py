@@ -48,7 +48,6 @@ def test_ee_script_writes_a_build_context(tmp_path):
     assert requirements["collections"][0]["name"] == "/build/collections/gpuops-fabric.tar.gz"
 
 
-
 @pytest.mark.parametrize("script,setting,value", [
     ("ee.sh", "EE_BASE_IMAGE", "ee-minimal rhel9"),
     ("ee.sh", "EE_BASE_IMAGE", "x;rm -rf /"),
@@ -73,6 +72,7 @@ def test_a_bad_setting_stops_the_ee_scripts_before_anything_is_built(tmp_path, s
     assert setting in done.stderr and "'%s'" % value in done.stderr, done.stderr
     # the tarball is not rebuilt, nothing is written, no image is made
     assert not context.exists() and (os.stat(dist).st_mtime_ns if os.path.exists(dist) else None) == before
+
 
 # -- the image itself: built with podman from a base made here, then the audit run from inside it ---------------
 
