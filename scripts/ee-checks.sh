@@ -2,8 +2,11 @@
 # Checks of the EE scripts' settings (sourced by ee.sh and ee-base.sh): each bad value stops the script before
 # anything is built, with the setting's name and value.
 ee_bad() { echo "$EE_SCRIPT: $1: '$2' $3" >&2; exit 2; }
-# [registry[:port]/]path[:tag][@sha256:digest], path components lowercase as the registries require
-ee_image_re='^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$'
+# [registry[:port]/]path[:tag][@sha256:digest]: the first component is a registry when it has a dot or a port or is
+# localhost (as podman reads it), and the path's components are lowercase, as the registries require
+ee_component='[a-z0-9]+([._-]+[a-z0-9]+)*'
+ee_registry='(([A-Za-z0-9-]+\.)+[A-Za-z0-9-]+(:[0-9]{1,5})?|localhost(:[0-9]{1,5})?|[A-Za-z0-9-]+:[0-9]{1,5})/'
+ee_image_re="^($ee_registry)?$ee_component(/$ee_component)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?\$"
 ee_check_image() {
   [[ $2 =~ $ee_image_re ]] || ee_bad "$1" "$2" "is not an image reference ([registry[:port]/]name[:tag][@sha256:digest])"
 }

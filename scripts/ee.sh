@@ -10,7 +10,6 @@
 #   EE_ISOLATION    podman build --isolation (chroot where the default cannot run, as on the test machines)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -x .venv/bin/ansible-builder ] || bash scripts/setup.sh
 out=${1:-ee/context}
 default_base=localhost/gpuops-fabric-ee-base:trixie
 base=${EE_BASE_IMAGE:-$default_base}
@@ -26,6 +25,7 @@ case "${EE_ISOLATION:-}" in
   ""|oci|chroot|rootless) ;;
   *) ee_bad EE_ISOLATION "$EE_ISOLATION" "is not one of podman's isolations: oci, chroot, rootless" ;;
 esac
+[ -x .venv/bin/ansible-builder ] || bash scripts/setup.sh
 rm -rf ee/dist && mkdir -p ee/dist
 .venv/bin/ansible-galaxy collection build --force --output-path ee/dist . >/dev/null
 mv ee/dist/gpuops-fabric-*.tar.gz ee/dist/gpuops-fabric.tar.gz

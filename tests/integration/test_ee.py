@@ -16,7 +16,7 @@ from packaging.version import Version
 
 import testbed
 from conftest import REPO
-from test_ansible_core_range import core_spec, read
+from test_ansible_core_range import core_spec, newest, read
 from nshosts import NamespaceHosts
 
 BUILDER = os.path.join(os.path.dirname(sys.executable), "ansible-builder")
@@ -65,13 +65,32 @@ def test_a_bad_setting_stops_the_ee_scripts_before_anything_is_built(tmp_path, s
     context = tmp_path / "context"
     dist = os.path.join(REPO, "ee", "dist")
     before = os.stat(dist).st_mtime_ns if os.path.exists(dist) else None
-    done = subprocess.run(["bash", os.path.join(REPO, "scripts", script)] + ([str(context)] if script == "ee.sh" else []),
+    # ee-base.sh gets a throwaway tag: were a check to let the value through, no real base would be replaced
+    done = subprocess.run(["bash", os.path.join(REPO, "scripts", script)]
+                          + ([str(context)] if script == "ee.sh" else ["localhost/gpuops-fabric-ee-base:never-made"]),
                           capture_output=True, text=True, cwd=REPO, timeout=60, check=False,
                           env=dict(os.environ, EE_CONTEXT_ONLY="1", **{setting: value}))
     assert done.returncode == 2, done.stdout + done.stderr
     assert setting in done.stderr and "'%s'" % value in done.stderr, done.stderr
     # the tarball is not rebuilt, nothing is written, no image is made
     assert not context.exists() and (os.stat(dist).st_mtime_ns if os.path.exists(dist) else None) == before
+
+
+@pytest.mark.parametrize("settings", [
+    {"EE_BASE_IMAGE": "registry.redhat.io/ansible-automation-platform-25/ee-minimal-rhel9:latest",
+     "EE_PKGMGR": "/usr/bin/microdnf", "EE_PYCMD": "/usr/bin/python3.11"},
+    {"EE_BASE_IMAGE": "quay.io/ansible/awx-ee:24.6.1", "EE_ISOLATION": "chroot", "EE_TAG": "my_ee:latest"},
+    {"EE_BASE_IMAGE": "localhost:5000/ee/base@sha256:" + "0123456789abcdef" * 4, "EE_ISOLATION": "oci",
+     "EE_TAG": "docker.io/library/gpuops-ee:1.0"},
+])
+def test_the_ee_script_takes_real_image_references_and_paths(tmp_path, settings):
+    """What AWX and Automation Platform users name passes the checks (the build context is written; no build)."""
+    context = tmp_path / "context"
+    done = subprocess.run(["bash", os.path.join(REPO, "scripts", "ee.sh"), str(context)], capture_output=True,
+                          text=True, cwd=REPO, timeout=300, check=False,
+                          env=dict(os.environ, EE_CONTEXT_ONLY="1", **settings))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (context / "Containerfile").exists()
 
 
 # -- the image itself: built with podman from a base made here, then the audit run from inside it ---------------
@@ -145,6 +164,7 @@ def test_the_built_image_audits_the_namespace_hosts(image, bed, tmp_path):
     assert (bed.names[1], "NET-004") in findings, findings
     assert not [f for f in findings if f[0] == bed.names[0]], findings
     core = [line for line in version.stdout.splitlines() if line.startswith("ansible-playbook [core")][0]
-    # pip takes the newest core that the base's Python allows within the supported range (Debian trixie: 3.13)
-    supported = core_spec(read("requirements.txt"))
-    assert Version(core.split("[core ", 1)[1].split("]", 1)[0]) in supported, core
+    # pip takes the newest core that the base's Python allows within the supported range: on Debian trixie's 3.13,
+    # the newest the tests install (tests/core-newest-requirements.txt)
+    found = Version(core.split("[core ", 1)[1].split("]", 1)[0])
+    assert found in core_spec(read("requirements.txt")) and (found.major, found.minor) == newest(), core
