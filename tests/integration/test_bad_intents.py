@@ -166,6 +166,8 @@ BAD = [
      "fabric_networks.training.gateway: only a management network's gateway becomes a default route"),
     (case("fabric_networks.storage.gateway6", "fd00::1"),
      "fabric_networks.storage.gateway6: only a management network's gateway becomes a default route"),
+    (case("fabric_networks.management.gateway6", "fd00::1"),
+     "fabric_networks.management.gateway6: fd00::1 needs fabric_networks.management.subnet6, the subnet it is in"),
     (case("fabric_networks.oob", {"role": "management", "subnet": "192.0.3.0/24", "gateway": "192.0.3.1"}, "fabric_attachments.oob", "ens7np0"),
      "fabric_attachments: management and oob each give a default route (fabric_networks.<name>.gateway)"),
     (case("fabric_networks.training.routes", [{"to": "10.1.0.5/16", "via": "198.18.0.1"}]),

@@ -130,6 +130,10 @@ def validate_networks(value, errors, key="fabric_networks", check_overlap=True, 
                     elif gateway in _reserved(subnet, None):
                         errors.append("%s.%s: %s is the network or broadcast address of %s"
                                       % (where, gkey, gateway, subnet))
+                elif gateway is not None and planning and net.get(skey) is None:
+                    # the host would get a default route through a gateway of a family it has no address in
+                    errors.append("%s.%s: %s needs %s.%s, the subnet it is in (this host gets no IPv%d address "
+                                  "in %s without it)" % (where, gkey, gateway, where, skey, version, name))
             if planning and net.get(gkey) is not None and item["role"] in ("training", "storage"):
                 errors.append("%s.%s: only a management network's gateway becomes a default route, so this one would "
                               "be ignored; for a routed %s network give routes: [{to: <subnet>, via: %s}]"

@@ -61,6 +61,8 @@ BAD = [
      "fabric_networks.management.subnet 192.0.2.0/24"),
     ("fabric_networks.management.gateway", "192.0.2.255", "fabric_networks.management.gateway: 192.0.2.255 is the network or broadcast address"),
     ("fabric_networks.management.gateway", "gw", "fabric_networks.management.gateway: 'gw' is not an IP address"),
+    ("fabric_networks.management.gateway6", "fd00:2::1", "fabric_networks.management.gateway6: fd00:2::1 needs "
+     "fabric_networks.management.subnet6, the subnet it is in"),
     ("fabric_networks.training.vlan", 4095, "fabric_networks.training.vlan: 4095 is outside 1..4094"),
     ("fabric_networks.training.vlan", 0, "fabric_networks.training.vlan: 0 is outside 1..4094"),
     ("fabric_networks.training.vlan", "100", "fabric_networks.training.vlan: '100' is outside 1..4094"),
