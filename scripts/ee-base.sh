@@ -24,9 +24,9 @@ ee_check_image "the tag (argument 1)" "$tag"
 hooks=()
 if [ -n "$bundle" ]; then
   # mmdebstrap's upload hook takes its two paths separated by blanks: none inside them
-  [[ $bundle =~ ^[A-Za-z0-9_+./-]+$ ]] \
-    || ee_bad "CA bundle (EE_CA_BUNDLE, PIP_CERT or pip's global.cert)" "$bundle" "is not a path of letters, digits and _ + . - /"
-  [ -f "$bundle" ] || ee_bad "CA bundle (EE_CA_BUNDLE, PIP_CERT or pip's global.cert)" "$bundle" "is not a file"
+  where="CA bundle (EE_CA_BUNDLE, PIP_CERT or pip's global.cert)"
+  [[ $bundle =~ ^[A-Za-z0-9_+./-]+$ ]] || ee_bad "$where" "$bundle" "is not a path of letters, digits and _ + . - /"
+  [ -f "$bundle" ] || ee_bad "$where" "$bundle" "is not a file"
   hooks=(--customize-hook="upload $bundle /etc/ssl/certs/ca-certificates.crt")
 fi
 work=$(mktemp -d)

@@ -4,6 +4,7 @@ the keys, choices and defaults are the validator's own, and on generated entries
 given the documented shape (NAME replaced by the entry's name), refuses nothing the collection accepts, while the
 collection refuses everything Ansible's type checks refuse."""
 
+import functools
 import os
 
 import yaml
@@ -17,7 +18,9 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation i
 from conftest import REPO
 
 
+@functools.lru_cache(maxsize=None)
 def entry_point():
+    """The page, read once: the properties below ask for it on every example."""
     with open(os.path.join(REPO, "roles", "network", "meta", "argument_specs.yml")) as handle:
         return yaml.safe_load(handle)["argument_specs"]["intent"]["options"]
 
