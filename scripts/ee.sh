@@ -8,6 +8,8 @@
 #   EE_PYCMD        its Python (default /usr/bin/python3)
 #   EE_TAG          the image's name (default localhost/gpuops-fabric-ee:latest)
 #   EE_ISOLATION    podman build --isolation (chroot where the default cannot run, as on the test machines)
+#   EE_CONTEXT_ONLY 1: only the build context, even where podman or docker could build
+# and, where the default base is made here, ee-base.sh's EE_BASE_SUITE, EE_BASE_MIRROR and EE_CA_BUNDLE (PIP_CERT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-ee/context}
@@ -25,10 +27,14 @@ case "${EE_ISOLATION:-}" in
   ""|oci|chroot|rootless) ;;
   *) ee_bad EE_ISOLATION "$EE_ISOLATION" "is not one of podman's isolations: oci, chroot, rootless" ;;
 esac
-[ -x .venv/bin/ansible-builder ] || bash scripts/setup.sh
-rm -rf ee/dist && mkdir -p ee/dist
-.venv/bin/ansible-galaxy collection build --force --output-path ee/dist . >/dev/null
-mv ee/dist/gpuops-fabric-*.tar.gz ee/dist/gpuops-fabric.tar.gz
+case "${EE_CONTEXT_ONLY:-}" in
+  ""|0|1) ;;
+  *) ee_bad EE_CONTEXT_ONLY "$EE_CONTEXT_ONLY" "is not 1 (write only the build context) or 0" ;;
+esac
+# the build context's folder, where ansible-builder writes its Containerfile and _build
+[[ -n $out && $out != -* && $out != *[[:cntrl:]]* ]] \
+  || ee_bad "the context folder (argument 1)" "$out" "is not a folder's path (empty, a leading -, control characters)"
+[ ! -e "$out" ] || [ -d "$out" ] || ee_bad "the context folder (argument 1)" "$out" "exists and is not a folder"
 runtime=""
 if [ "${EE_CONTEXT_ONLY:-0}" != 1 ]; then
   for candidate in podman docker; do
@@ -38,14 +44,22 @@ if [ "${EE_CONTEXT_ONLY:-0}" != 1 ]; then
     fi
   done
 fi
+# where the default base is to be made here, ee-base.sh's settings are checked now, before anything is written
+make_base=0
+if [ -n "$runtime" ] && [ "$base" = "$default_base" ] && ! "$runtime" image exists "$base" 2>/dev/null; then
+  make_base=1
+  ee_check_base "$base"
+fi
+[ -x .venv/bin/ansible-builder ] || bash scripts/setup.sh
+rm -rf ee/dist && mkdir -p ee/dist
+.venv/bin/ansible-galaxy collection build --force --output-path ee/dist . >/dev/null
+mv ee/dist/gpuops-fabric-*.tar.gz ee/dist/gpuops-fabric.tar.gz
 if [ -z "$runtime" ]; then
   .venv/bin/ansible-builder create -f ee/execution-environment.yml -c "$out" --output-filename Containerfile
   echo "ee: build context written to $out (no working podman or docker here, or EE_CONTEXT_ONLY=1)" >&2
   exit 0
 fi
-if [ "$base" = "$default_base" ] && ! "$runtime" image exists "$base" 2>/dev/null; then
-  bash scripts/ee-base.sh "$base"
-fi
+[ "$make_base" = 0 ] || bash scripts/ee-base.sh "$base"
 args=(--build-arg "EE_BASE_IMAGE=$base")
 [ -z "${EE_PKGMGR:-}" ] || args+=(--build-arg "PKGMGR=$EE_PKGMGR")
 [ -z "${EE_PYCMD:-}" ] || args+=(--build-arg "PYCMD=$EE_PYCMD")

@@ -34,6 +34,44 @@ torch.cuda.synchronize()
 print("all_reduce ok: %s" % t[0].item(), flush=True)
 dist.destroy_process_group()
 """
+# Host <-> GPU copies through the PCIe link (pinned host memory, CUDA events, median of 5 per size): what a bounce
+# through host memory costs when GPUDirect RDMA is off (issue 33's model), measured rather than assumed
+COPY_BW = """
+import json, statistics, torch
+out = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "cuda": torch.version.cuda,
+       "nccl": ".".join(str(p) for p in torch.cuda.nccl.version()), "sizes": []}
+for shift in (20, 22, 24, 26, 28, 30):
+    n = 1 << shift
+    host = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+    dev = torch.empty(n, dtype=torch.uint8, device="cuda")
+    row = {"bytes": n}
+    for name, dst, src in (("h2d", dev, host), ("d2h", host, dev), ("d2d", torch.empty_like(dev), dev)):
+        times = []
+        for _ in range(6):
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record(); dst.copy_(src, non_blocking=True); stop.record(); torch.cuda.synchronize()
+            times.append(start.elapsed_time(stop) / 1000.0)
+        row[name + "_GBps"] = round(n / statistics.median(times[1:]) / 1e9, 2)
+    out["sizes"].append(row)
+print(json.dumps(out, indent=1))
+"""
+# Outputs kept as captures beside the checked ones (issues 32 and 33): NVLink state, P2P capability, the PCIe tree,
+# the kernel's own PCIe bandwidth verdicts; each bounded, a failure noted in extras.json and never fatal
+EXTRAS = (
+    (["nvidia-smi", "nvlink", "-s"], "nvlink-s.txt"),
+    (["nvidia-smi", "nvlink", "-c"], "nvlink-c.txt"),
+    (["nvidia-smi", "topo", "-p2p", "r"], "topo-p2p-r.txt"),
+    (["nvidia-smi", "topo", "-p2p", "n"], "topo-p2p-n.txt"),
+    (["nvidia-smi", "-q", "-x"], "nvidia-smi-q.xml"),
+    (["lspci", "-tv"], "lspci-tv.txt"),
+    (["lspci", "-vvv"], "lspci-vvv.txt"),
+    (["dmesg"], "dmesg.txt"),
+)
+# sysfs attribute files of each PCI device on a GPU's path to its root (and of every network and RDMA device):
+# the hop-by-hop link state of issue 32, in the layout the collection's sysfs reader reads
+PCI_FILES = ("class", "vendor", "device", "subsystem_vendor", "subsystem_device", "revision", "numa_node",
+             "local_cpulist", "local_cpus", "current_link_speed", "current_link_width", "max_link_speed",
+             "max_link_width", "secondary_bus_number", "subordinate_bus_number", "ari_enabled")
 
 
 def collection_path():
@@ -75,6 +113,73 @@ def gather_live(out):
     with open(os.path.join(out, "facts.json"), "w") as handle:
         json.dump(facts, handle, indent=1, sort_keys=True)
     return facts, problems
+
+
+def pci_paths(sys_root="/sys"):
+    """The real paths of every PCI device above a GPU (class 0x03), a NIC (0x02) or an InfiniBand HCA (0x0207),
+    the devices themselves included, sorted."""
+    keep = set()
+    base = os.path.join(sys_root, "bus", "pci", "devices")
+    for name in sorted(os.listdir(base)) if os.path.isdir(base) else ():
+        path = os.path.realpath(os.path.join(base, name))
+        try:
+            with open(os.path.join(path, "class")) as handle:
+                cls = handle.read(32).strip()
+        except OSError:
+            continue
+        if not cls.startswith(("0x03", "0x02")):
+            continue
+        while os.path.basename(path).count(":") == 2 and path not in keep:
+            keep.add(path)
+            path = os.path.dirname(path)
+    return sorted(keep)
+
+
+def capture_extras(out):
+    """Write the extra captures under out/extras (raw outputs, copy-bw.json, pci-sysfs.tar.gz); extras.json says
+    what ran and how it ended."""
+    extras = os.path.join(out, "extras")
+    os.makedirs(extras, exist_ok=True)
+    done = {}
+    for argv, name in EXTRAS:
+        if shutil.which(argv[0]) is None:
+            done[name] = "%s not installed" % argv[0]
+            continue
+        status, why = run(argv, os.path.join(extras, name), timeout=60)
+        done[name] = why or status
+    status, why = run([sys.executable, "-c", COPY_BW], os.path.join(extras, "copy-bw.json"), timeout=180)
+    done["copy-bw.json"] = why or status
+    copied = 0
+    tree = tempfile.mkdtemp(prefix="gpuops-pci-")
+    for path in pci_paths():
+        target = os.path.join(tree, path.lstrip("/"))
+        os.makedirs(target, exist_ok=True)
+        for name in PCI_FILES:
+            try:
+                with open(os.path.join(path, name), "rb") as src:
+                    data = src.read(4096)
+            except OSError:
+                continue
+            with open(os.path.join(target, name), "wb") as dst:
+                dst.write(data)
+            copied += 1
+        for link in ("driver", "iommu_group"):
+            if os.path.islink(os.path.join(path, link)):
+                os.symlink(os.readlink(os.path.join(path, link)), os.path.join(target, link))
+        for cls in ("net", "infiniband"):
+            if os.path.isdir(os.path.join(path, cls)):
+                for name in sorted(os.listdir(os.path.join(path, cls))):
+                    os.makedirs(os.path.join(target, cls, name), exist_ok=True)
+    # a tarball: sysfs names hold colons, which a checked-in path may not (ansible-test's no-illegal-filenames)
+    import tarfile
+    with tarfile.open(os.path.join(extras, "pci-sysfs.tar.gz"), "w:gz") as archive:
+        if os.path.isdir(os.path.join(tree, "sys")):
+            archive.add(os.path.join(tree, "sys"), arcname="sys")
+    shutil.rmtree(tree, ignore_errors=True)
+    done["pci-sysfs.tar.gz"] = "%d files" % copied
+    with open(os.path.join(extras, "extras.json"), "w") as handle:
+        json.dump(done, handle, indent=1, sort_keys=True)
+    return done
 
 
 def read(path):
@@ -150,6 +255,7 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="where the raw outputs and check.json go")
     parser.add_argument("--replay", help="read the raw outputs from this directory instead of running anything")
     parser.add_argument("--root", default="/", help="with --replay and no facts.json there: a sysfs capture")
+    parser.add_argument("--extras", action="store_true", help="live only: also keep the extra captures (extras/)")
     parser.add_argument("--host", default=os.uname()[1].split(".")[0], help="the host name the audit gives")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
@@ -181,6 +287,8 @@ def main(argv=None):
                 facts = gather(root=args.root)
         else:
             facts, problems = gather_live(args.out)
+            if args.extras:
+                capture_extras(args.out)
         comparison = compare(facts, parse_smi_query(read(os.path.join(args.out, "nvidia-smi-q.txt"))),
                              parse_topo_matrix(read(os.path.join(args.out, "topo-m.txt"))))
         logs = [os.path.join(args.out, n) for n in ("nccl.log", "nccl-topo.xml") if os.path.isfile(

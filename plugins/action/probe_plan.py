@@ -9,19 +9,20 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import DECLARED, default
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import validate_networks
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.pairing import targets
 
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str"),
     networks=dict(type="list", elements="str"),
-    throughput_roles=dict(type="list", elements="str", default=["training", "storage"]),
-    all_pairs_max=dict(type="int", default=32),
-    port=dict(type="int", default=5201),
-    min_fraction=dict(type="float", default=0.8),
-    repeat=dict(type="int", default=1),
+    throughput_roles=dict(type="list", elements="str", default=default("fabric_probe_throughput_roles")),
+    all_pairs_max=dict(type="int", default=default("fabric_probe_all_pairs_max")),
+    port=dict(type="int", default=default("fabric_probe_port")),
+    min_fraction=dict(type="float", default=default("fabric_probe_min_fraction")),
+    repeat=dict(type="int", default=default("fabric_probe_repeat")),
 )
-MAX_REPEAT = 10
+MAX_REPEAT = DECLARED["fabric_probe_repeat"].high
 
 
 class ActionModule(ControllerAction):

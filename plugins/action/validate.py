@@ -17,7 +17,12 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.forma
     FILENAMES, FORMATS, REPORT_RENDERERS as RENDERERS, TEXTFILE_NAME,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import clip, finding_lines
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.prometheus_report import (
+    textfile_dir_problem,
+)
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit import slurm
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import is_true
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.variables import preflight
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import (
     exceeds_policy, failure_message, policy_warnings, run_audit, validate_inputs,
 )
@@ -33,6 +38,7 @@ ARGUMENT_SPEC = dict(
     validate_only=dict(type="bool", default=False),
     drift=dict(type="bool", default=False),
     today=dict(type="str"),
+    planned_interfaces=dict(type="dict"),
 )
 
 
@@ -51,24 +57,14 @@ class ActionModule(ControllerAction):
             raise AnsibleActionFail("validate: today (fabric_audit_today in the playbooks): %r is not a date "
                                     "(YYYY-MM-DD)" % args["today"])
 
+        if args["validate_only"]:
+            return self._preflight(result, args, task_vars, hosts, hostvars, today)
+
         inputs = dict((host, host_input(hostvars[host], args["drift"])) for host in hosts)
 
         textfile_dir, textfile_error = self._textfile_dir(args, task_vars)
         slurm_config, slurm_errors = (None, []) if args["drift"] else slurm.settings(
             self._slurm_vars(task_vars), hosts, hostvars)
-        if args["validate_only"]:
-            normalized, errors = validate_inputs(inputs)
-            errors = list(errors) + slurm_errors
-            if textfile_error:
-                errors.append(textfile_error)
-            if errors:
-                raise AnsibleActionFail("fabric policy is invalid:\n" + "\n".join(errors))
-            warnings = policy_warnings(normalized, today)
-            for warning in warnings:
-                self._display.warning(warning)
-            result.update(changed=False, msg="policy of %d host(s) is valid" % len(inputs), warnings_list=warnings)
-            return result
-
         now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
         report, errors = run_audit(inputs, today, now, self._collection_version())
         errors = list(errors) + slurm_errors
@@ -126,13 +122,55 @@ class ActionModule(ControllerAction):
                 result["msg"] = "audit failed (fail_on=%s): %s" % (fail_on, result["msg"])
         return result
 
+    def _preflight(self, result, args, task_vars, hosts, hostvars, today):
+        """The one pre-flight (validate_only): every host's declared variables first (each read guarded: a template
+        that fails is named with its host and key) and the run-wide settings, then the audit policy, the Prometheus
+        folder and the Slurm settings; every error of them all in one failure, before any host is touched."""
+        errors, variable_warnings = preflight(hosts, lambda host: hostvars[host])
+        errors.extend(tuning_interface_errors(hosts, hostvars, args["planned_interfaces"] or {}))
+        settings_wrong = bool(errors)
+        inputs = {}
+        for host in hosts:
+            try:
+                inputs[host] = host_input(hostvars[host], args["drift"])
+            except Exception:  # pylint: disable=broad-except  # its unreadable variable is named above
+                if not settings_wrong:
+                    raise
+        normalized, policy_errors = validate_inputs(inputs)
+        errors.extend(policy_errors)
+        _folder, textfile_error = self._textfile_dir(args, task_vars)
+        if textfile_error:
+            errors.append(textfile_error)
+        if not args["drift"]:
+            try:
+                errors.extend(slurm.settings(self._slurm_vars(task_vars), hosts, hostvars)[1])
+            except AnsibleActionFail as exc:
+                errors.append(str(exc))
+            except Exception:  # pylint: disable=broad-except  # a Slurm variable that cannot be read: named above
+                if not settings_wrong:
+                    raise
+        if errors:
+            raise AnsibleActionFail("fabric %s invalid (nothing was changed on any host):\n" % (
+                "settings are" if settings_wrong else "policy is") + "\n".join(errors))
+        for warning in variable_warnings:
+            self._display.warning(warning)
+        warnings = policy_warnings(normalized, today)
+        for warning in warnings:
+            self._display.warning(warning)
+        result.update(changed=False, msg="policy of %d host(s) is valid" % len(inputs), warnings_list=warnings)
+        return result
+
     def _slurm_vars(self, task_vars):
         """The run's fabric_slurm_* settings, templated as the playbook's delegate_to will see them (an action
         plugin's task_vars hold them as written: "{{ groups.slurm[0] }}"), and the inventory's hosts."""
         found = {"groups": task_vars.get("groups") or {}}
         for key in slurm.RUN_SETTINGS:
             if key in task_vars:
-                found[key] = self._templar.template(task_vars[key])
+                try:
+                    found[key] = self._templar.template(task_vars[key])
+                except Exception as exc:  # pylint: disable=broad-except  # templating errors share no base class
+                    raise AnsibleActionFail("%s: %r cannot be templated: %s" % (
+                        key, task_vars[key], (str(exc).splitlines() or [""])[0][:300]))
         return found
 
     @staticmethod
@@ -152,6 +190,9 @@ class ActionModule(ControllerAction):
         if not os.path.isdir(path):
             return None, "%s: %r is not a directory (node_exporter's --collector.textfile.directory; it is not " \
                          "created)" % (key, value)
+        problem = textfile_dir_problem(path)
+        if problem:  # a link to /etc would have the audit replace a file there
+            return None, "%s: %s" % (key, problem)
         if not os.access(path, os.W_OK | os.X_OK):
             return None, "%s: %r is not writable by this user (node_exporter's textfile folder is often root's)" % (
                 key, value)
@@ -180,3 +221,27 @@ class ActionModule(ControllerAction):
             write_atomic(path, RENDERERS[fmt](report), "0644")
             written.append(path)
         return written
+
+
+def tuning_interface_errors(hosts, hostvars, planned):
+    """Where the tuning role will run (fabric_tuning_enabled) and fabric_tuning_interfaces names interfaces, each must
+    be on the host (its facts, when gathered) or among those the network role will create (``planned``: host ->
+    names, from the network intent's plans). Without facts (the audit's pre-flight runs before the gather) nothing
+    can be said here; the tuning module refuses a missing interface on the node itself."""
+    errors = []
+    for host in sorted(hosts):
+        own = hostvars[host]
+        facts = (own.get("ansible_facts") or {}).get("gpuops_fabric")
+        if not facts or not isinstance(facts, dict) or not is_true(own.get("fabric_tuning_enabled", False)):
+            continue
+        wanted = own.get("fabric_tuning_interfaces") or []
+        plan = planned.get(host) or []
+        if isinstance(plan, dict):  # network_intent's plan of the host, as site.yml passes it
+            plan = [i.get("name") for i in plan.get("interfaces") or [] if isinstance(i, dict)]
+        present = set(str(n.get("name")) for key in ("nics", "bonds", "vlans") for n in facts.get(key) or []
+                      if isinstance(n, dict)) | set(str(n) for n in plan if isinstance(n, str))
+        for name in (wanted if isinstance(wanted, list) else []):
+            if isinstance(name, str) and name not in present:
+                errors.append("%s: fabric_tuning_interfaces: %r is not an interface of this host (it has %s)" % (
+                    host, name, ", ".join(sorted(present)[:20]) or "none"))
+    return errors

@@ -45,6 +45,17 @@ attributes:
     support: full
 """
 
+    # For a module whose action plugin fills options from the inventory on the controller (the module runs on the node).
+    NODE_ACTION = r"""
+options: {}
+attributes:
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+    details:
+      - Options the task does not give are taken from the host's variables named in the description.
+"""
+
     # For actions that run once on the controller (their module file only carries documentation).
     CONTROLLER_ACTION = r"""
 options: {}

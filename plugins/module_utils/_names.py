@@ -85,6 +85,23 @@ def ifname_problem(name):
     return None
 
 
+VLAN_IDS = (1, 4094)  # 802.1Q: 0 means no VLAN, 4095 is reserved
+
+
+def vlan_id(value):
+    """``value`` when it is a VLAN id (an int from 1 to 4094; not a bool, not text), else None."""
+    if isinstance(value, bool) or not isinstance(value, int) or not VLAN_IDS[0] <= value <= VLAN_IDS[1]:
+        return None
+    return value
+
+
+def vlan_interface(device, vlan):
+    """The name of VLAN ``vlan`` on ``device`` as the network role creates it and NCCL is told to use it
+    (``bond0`` + 100 -> ``bond0.100``), or None when ``vlan`` is not a VLAN id. The name itself is checked by the
+    caller with ifname_problem (a long port name plus an id can pass IFNAMSIZ)."""
+    return None if vlan_id(vlan) is None else "%s.%d" % (device, vlan)
+
+
 def network_problem(name):
     if not _text(name):
         return "is a %s; network names are strings (quote it in YAML, '%s', or name it, e.g. vlan%s)" % (

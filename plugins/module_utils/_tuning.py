@@ -45,26 +45,98 @@ def parse_sysctl(text):
     return [int(w) for w in words]
 
 
+# What the kernel takes for each buffer sysctl: how many fields, and each field's range. All four are kept in C ints;
+# the fields of tcp_rmem/tcp_wmem are min, default, max, and current kernels refuse a field under 1. A value outside
+# these was not read from a running kernel (a damaged capture, an image edited by hand): "sysctl --system" would
+# refuse it at boot, so it is never written back.
+INT_MAX = 2147483647
+SYSCTL_SHAPES = {
+    "net.core.rmem_max": (1, 0),
+    "net.core.wmem_max": (1, 0),
+    "net.ipv4.tcp_rmem": (3, 1),
+    "net.ipv4.tcp_wmem": (3, 1),
+}
+
+
+def sysctl_problem(name, values):
+    """Why ``values`` (a list of ints) is not a value the kernel takes for the buffer sysctl ``name``, or None."""
+    if name not in SYSCTL_SHAPES:
+        return "is not one of the buffer sysctls (%s)" % ", ".join(BUFFER_SYSCTLS)
+    fields, lowest = SYSCTL_SHAPES[name]
+    if len(values) != fields:
+        return "has %d field%s; the kernel takes %s" % (
+            len(values), "" if len(values) == 1 else "s", "one integer" if fields == 1 else "three (min default max)")
+    for value in values:
+        if not lowest <= value <= INT_MAX:
+            if fields == 1:
+                return "is outside %d..%d" % (lowest, INT_MAX)
+            return "holds %d, outside %d..%d" % (value, lowest, INT_MAX)
+    if fields == 3 and not values[0] <= values[1] <= values[2]:
+        return "is not min <= default <= max"
+    return None
+
+
+def read_buffer_sysctl(name, text):
+    """One buffer sysctl as read from the node: (list of ints, None) when the kernel would take it, else (None, a
+    warning naming the key and the value). ``text`` None (not readable) gives (None, None)."""
+    if text is None:
+        return None, None
+    values = parse_sysctl(text)
+    shown = " ".join(text.split())[:80] if len(text) <= MAX_SYSCTL_TEXT else text[:80] + "..."
+    if values is None:
+        return None, "%s = %r is not a value this module understands (whole numbers only); left alone" % (
+            name, shown)
+    problem = sysctl_problem(name, values)
+    if problem:
+        return None, ("%s = %r %s: the kernel would refuse it, so it is neither raised nor written to the sysctl "
+                      "file; fix it on the node" % (name, shown, problem))
+    return values, None
+
+
 def wanted_buffers(current, size):
     """The four buffer sysctls (name -> list of ints) that give flows ``size`` bytes, never lower than what the node
     has: the maxima of net.core.[rw]mem_max and the third field of net.ipv4.tcp_[rw]mem are raised to ``size`` where
     they are below it; tcp_[rw]mem keep their minimum and default. ``current``: name -> list of ints or None (not
-    readable: left out)."""
+    readable: left out). A value the kernel would not take (sysctl_problem) is left out too: nothing built on it is
+    kept for the next boot."""
     wanted = {}
     for name in BUFFER_SYSCTLS:
         value = current.get(name)
+        if value is None or sysctl_problem(name, value) is not None:
+            continue
         if name.startswith("net.core."):
-            if value is not None and len(value) == 1:
-                wanted[name] = [max(value[0], size)]
-        elif value is not None and len(value) == 3:
+            wanted[name] = [max(value[0], size)]
+        else:
             wanted[name] = [value[0], value[1], max(value[2], size)]
     return wanted
+
+
+SYSCTL_DIR = "/etc/sysctl.d/"
+# The sysctl file this collection writes (the module and the pre-flight, one rule): a plain file name directly in
+# /etc/sysctl.d: letters, digits, _ and -, dots only between them (no "..", no leading dot, no slash), ending in .conf
+# (systemd-sysctl and "sysctl --system" read nothing else there).
+_SYSCTL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*\.conf\Z")
+SYSCTL_NAME_RULE = ("a file name directly in %s: 1-64 characters of A-Z a-z 0-9 _ - and single dots between them, "
+                    "ending in .conf" % SYSCTL_DIR)
+
+
+def sysctl_file_problem(value):
+    """Why ``value`` is not a sysctl_file this module writes (SYSCTL_NAME_RULE), or None."""
+    if not isinstance(value, str) or not value.startswith(SYSCTL_DIR):
+        return "is not in %s" % SYSCTL_DIR
+    name = value[len(SYSCTL_DIR):]
+    if len(name) > 64 or not _SYSCTL_NAME.match(name):
+        return "is not %s" % SYSCTL_NAME_RULE
+    return None
 
 
 def sysctl_file(values, basis):
     """The sysctl.d file (sorted, one "name = value" a line) that keeps ``values`` across reboots."""
     lines = ["# managed by gpuops.fabric (gpuops.fabric.tuning): %s" % basis]
     for name in sorted(values):
+        problem = sysctl_problem(name, values[name])
+        if problem:  # by construction: the file holds only what the kernel takes at boot
+            raise ValueError("%s = %s %s" % (name, " ".join(str(v) for v in values[name]), problem))
         lines.append("%s = %s" % (name, " ".join(str(v) for v in values[name])))
     return "\n".join(lines) + "\n"
 

@@ -30,6 +30,13 @@ description:
     the right node, spread across its CPUs, are left as they are. Interrupts whose affinity the kernel manages
     itself are reported and left. Not kept across reboots; a running C(irqbalance) may move them again (warned).
   - Reads and writes files below O(root); a root other than C(/) is a captured tree, where commands do not run.
+    No write leaves the root. Every path it would write (the sysctl file, each C(/proc/sys) value, each IRQ's
+    C(smp_affinity_list)) is resolved before anything is read or written; when a symbolic link below the root takes
+    one out of it, the module fails naming the key and the path, and writes nothing at all (in check mode too).
+    Values are opened without following a symbolic link in their last component.
+  - A buffer value read from the node that the kernel would refuse (outside C(0..2147483647), C(tcp_rmem) or
+    C(tcp_wmem) not three integers from 1 with min <= default <= max, or no number at all) is a warning naming the
+    key and the value; that key is neither changed nor written to O(sysctl_file), the others are still tuned.
 author:
   - gpuops.fabric maintainers (@gpuops)
 extends_documentation_fragment:
@@ -88,11 +95,16 @@ options:
     type: bool
     default: false
   root:
-    description: Read and write below this directory (a captured tree); C(/) on a live node.
+    description:
+      - Read and write below this directory (a captured tree); C(/) on a live node. An absolute path to a directory.
+        Symbolic links inside it are followed only while they stay below it.
     type: path
     default: /
   sysctl_file:
-    description: The file in C(/etc/sysctl.d) that keeps the buffer sizes across reboots; only its name may change.
+    description:
+      - The file in C(/etc/sysctl.d) (below O(root)) that keeps the buffer sizes across reboots; only its name may
+        change. A plain file name directly in C(/etc/sysctl.d), 1 to 64 characters of C(A-Z a-z 0-9 _ -) with single
+        dots between them, ending in C(.conf); anything else (C(/etc/passwd), a subfolder, C(..)) is refused.
     type: str
     default: /etc/sysctl.d/60-gpuops-fabric.conf
 notes:
@@ -146,35 +158,165 @@ notes:
   elements: str
 """
 
+import binascii
+import errno
 import os
 import re
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
+from ansible_collections.gpuops.fabric.plugins.module_utils._files import inside
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.rollback import connection_interface
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.files import SysfsFiles
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import UNKNOWN_SPEEDS
 from ansible_collections.gpuops.fabric.plugins.module_utils._tuning import (
-    BUFFER_SYSCTLS, buffer_size, parse_rings, parse_sysctl, ring_changes, sysctl_file, wanted_buffers,
+    BUFFER_SYSCTLS, buffer_size, parse_rings, read_buffer_sysctl, ring_changes, sysctl_file, sysctl_file_problem,
+    wanted_buffers,
 )
 
-SYSCTL_DIR = "/etc/sysctl.d/"
-_SYSCTL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}\.conf\Z")
+_WRITE_FLAGS = (os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
 MAX_IRQS = 4096  # MSI-X allows 2048 vectors per function
 MAX_DEPTH = 4  # VLAN on bond on ...: deeper stacks are not ours to guess
 _PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\Z")
 
 
+def root_problem(value):
+    """Why ``value`` is not a root this module reads and writes below, or None."""
+    if not isinstance(value, str) or not os.path.isabs(value) or any(c in value for c in "\0\n\r"):
+        return "is not an absolute path"
+    if not os.path.isdir(value):
+        return "is not a directory"
+    return None
+
+
+# ---- writes confined to the root ----------------------------------------------------------------------------
+# A captured tree or an image root can hold symlinks that point out of it (etc -> /etc, proc/irq/120 -> /tmp/x):
+# every path this module writes is resolved first (the folder and the file, os.path.realpath) and refused when it
+# leaves the root; the open itself never follows a symlink in the last component (O_NOFOLLOW), and what was opened
+# is checked again through /proc/self/fd before a byte is written, so a link swapped in between is caught too.
+class OutsideRoot(Exception):
+    """A path this module would write that leads out of its root: ``key`` (the option, sysctl or interrupt it is
+    for) and ``detail`` (the path, where it leads); the message names both."""
+
+    def __init__(self, key, detail):
+        super(OutsideRoot, self).__init__("%s: %s" % (key, detail))
+        self.key, self.detail = key, detail
+
+
+def confined_path(root, relative, key):
+    """``root``/``relative`` when neither its folder nor itself resolves to a place outside ``root`` (through a
+    symlink below the root); else raises OutsideRoot naming ``key`` and the path."""
+    parts = relative.strip("/").split("/")
+    if "\0" in relative or any(p in ("", ".", "..") for p in parts):
+        raise OutsideRoot(key, "%r is not a path below the root %s; refused, nothing written" % (relative, root))
+    real_root = os.path.realpath(root)
+    path = os.path.join(root, *parts)
+    for resolved in (os.path.realpath(os.path.dirname(path)), os.path.realpath(path)):
+        if not inside(resolved, real_root):
+            raise OutsideRoot(key, "%s leads out of the root %s (a symbolic link takes it to %s); refused, nothing "
+                              "written" % (path, root, resolved))
+    return path
+
+
+def _opened_outside(fd, real_root):
+    """Where ``fd`` really is, when that is outside ``real_root`` (Linux names it in /proc/self/fd); else None."""
+    try:
+        where = os.readlink("/proc/self/fd/%d" % fd)
+    except OSError:
+        return None  # no procfs: the realpath checks before the open stand alone
+    return None if inside(where, real_root) or not where.startswith("/") else where
+
+
+def write_value(root, relative, key, text):
+    """Write one /proc/sys or /proc/irq value below ``root``: the file must exist and be a regular file, no symlink
+    is followed out of the root. The error as text naming the path (the caller files it under ``key``), or None."""
+    try:
+        path = confined_path(root, relative, key)
+    except OutsideRoot as exc:
+        return exc.detail
+    try:
+        fd = os.open(path, _WRITE_FLAGS)
+    except (IOError, OSError) as exc:
+        if exc.errno == errno.ELOOP:
+            return "%s is a symbolic link; not followed, nothing written" % path
+        return _errno_text(exc)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "%s is not a regular file; nothing written" % path
+        outside = _opened_outside(fd, os.path.realpath(root))
+        if outside:
+            return "%s leads out of the root %s (to %s); refused, nothing written" % (path, root, outside)
+        if info.st_size:  # a file of a captured tree (procfs files have no size): the old value goes
+            os.ftruncate(fd, 0)
+        data = (text + "\n").encode("utf-8")
+        if os.write(fd, data) != len(data):
+            return "short write"
+        return None
+    except (IOError, OSError) as exc:
+        return _errno_text(exc)
+    finally:
+        os.close(fd)
+
+
+def write_file(root, relative, key, text, mode=0o644):
+    """Replace the file ``root``/``relative`` atomically (a temporary file in its folder, flushed, renamed over it)
+    without leaving the root: the folder is resolved and refused when outside (OutsideRoot), created when missing,
+    and then used through its own descriptor, so the temporary file and the rename land where it was checked. A
+    symlink in the last component is replaced, never followed."""
+    path = confined_path(root, relative, key)
+    real_root = os.path.realpath(root)
+    directory, name = os.path.split(path)
+    os.makedirs(directory, 0o755, exist_ok=True)
+    dir_fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    tmp = None
+    try:
+        outside = _opened_outside(dir_fd, real_root)
+        if outside:
+            raise OutsideRoot(key, "%s leads out of the root %s (to %s); refused, nothing written"
+                              % (directory, root, outside))
+        tmp = ".gpuops.%s.tmp" % binascii.hexlify(os.urandom(6)).decode("ascii")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), mode, dir_fd=dir_fd)
+        with os.fdopen(fd, "w") as handle:
+            os.fchmod(handle.fileno(), mode)
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        tmp = None
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except OSError:
+                pass
+        os.close(dir_fd)
+    return path
+
+
 class Node(object):
     """The node's files below ``root``, read through the facts' own bounded reader (SysfsFiles: never opens a FIFO
-    or a device node, at most 64 KiB a file); what it could not read is in ``warnings``."""
+    or a device node, at most 64 KiB a file); what it could not read is in ``warnings``. Each path the module will
+    write is checked with ``confine`` before it is read: one that leads out of the root is named in ``refused``."""
 
     def __init__(self, root):
         self.root = root
         self.files = SysfsFiles(root)
+        self.refused = []
+
+    def confine(self, relative, key):
+        """The path of ``relative`` below the root, or None (the refusal, naming ``key``, kept in ``refused``)."""
+        try:
+            return confined_path(self.root, relative, key)
+        except OutsideRoot as exc:
+            if str(exc) not in self.refused:
+                self.refused.append(str(exc))
+            return None
 
     @property
     def warnings(self):
@@ -235,14 +377,25 @@ def sysctl_path(name):
 
 
 def plan_buffers(node, speed, rtt_ms, file_path):
-    """(live changes {name: (before text, after text)}, file before, file after, size, bdp, notes)."""
+    """(live changes {name: (before text, after text)}, file before, file after, size, bdp, notes, warnings).
+
+    A value read from the node that the kernel would refuse (out of range, two fields where it takes three, junk) is
+    a warning naming the key and the value, and that key is left out: not set live and not in the file for the next
+    boot. Not our own default instead: such a value comes from a damaged capture or a hand-edited image, not from a
+    running kernel, so what the node really runs with is unknown; writing a size over it could lower what an operator
+    meant to set (this module never lowers), and writing the kernel's default min/default fields would invent
+    values nobody chose. The operator who reads the warning fixes the one line; the other keys are still tuned."""
     size, bdp = buffer_size(speed, rtt_ms)
-    current, notes = {}, []
+    current, notes, warnings = {}, [], []
+    node.confine(file_path, "sysctl_file")
     for name in BUFFER_SYSCTLS:
+        if node.confine(sysctl_path(name), name) is None:
+            current[name] = None  # refused: the module fails before it writes anything
+            continue
         text = node.read(sysctl_path(name))
-        current[name] = parse_sysctl(text)
-        if text is not None and current[name] is None:
-            notes.append("%s: %r is not a value this module understands; left alone" % (name, text[:80]))
+        current[name], problem = read_buffer_sysctl(name, text)
+        if problem:
+            warnings.append(problem)
         elif text is not None and not os.access(node.path(sysctl_path(name)), os.W_OK):
             # inside a network namespace or container the net.core maxima are the host's, read-only
             notes.append("%s: read-only here (%s; a network namespace or container has the host's): set it on "
@@ -251,10 +404,10 @@ def plan_buffers(node, speed, rtt_ms, file_path):
     wanted = wanted_buffers(current, size)
     basis = "socket buffers for %d Mb/s at %g ms round trip (2 x BDP of %d bytes)" % (speed, rtt_ms, bdp)
     after_file = sysctl_file(wanted, basis)
-    before_file = node.read_exact(file_path)
+    before_file = node.read_exact(file_path) if not node.refused else None
     live = dict((name, (" ".join(str(v) for v in current[name]), " ".join(str(v) for v in value)))
                 for name, value in wanted.items() if current[name] != value)
-    return live, before_file, after_file, size, bdp, notes
+    return live, before_file, after_file, size, bdp, notes, warnings
 
 
 def plan_irqs(node, ports):
@@ -284,6 +437,8 @@ def plan_irqs(node, ports):
             continue
         node_cpus, wanted = set(cpus), format_cpulist(cpus)
         for irq in irqs:
+            if node.confine("proc/irq/%d/smp_affinity_list" % irq, "irq %d (%s)" % (irq, port)) is None:
+                continue  # leads out of the root: the module fails before it writes anything
             text = node.read("proc/irq/%d/smp_affinity_list" % irq)
             current = parse_cpulist(text)
             if current is None:
@@ -300,18 +455,35 @@ def irqbalance_runs(node):
     return False
 
 
-def _write(path, text):
-    """Write a /proc or /sys value; the error as text, or None."""
-    try:
-        with open(path, "w") as handle:
-            handle.write(text + "\n")
-        return None
-    except (IOError, OSError) as exc:
-        if exc.errno in (1, 13, 30):  # EPERM, EACCES, EROFS
-            return "read-only here (a network namespace or container shares the host's value)"
-        if exc.errno == 5:  # EIO: an interrupt whose affinity the kernel manages
-            return "the kernel manages this interrupt's affinity"
-        return exc.strerror or str(exc)
+def _errno_text(exc):
+    """A failed write of a /proc value, in words."""
+    if exc.errno in (errno.EPERM, errno.EACCES, errno.EROFS):
+        return "read-only here (a network namespace or container shares the host's value)"
+    if exc.errno == errno.EIO:  # an interrupt whose affinity the kernel manages
+        return "the kernel manages this interrupt's affinity"
+    return exc.strerror or str(exc)
+
+
+def option_problems(params):
+    """Each option that is not what this module takes, as "key: value why"; empty when all are."""
+    problems = []
+    if not params["interfaces"]:
+        problems.append("interfaces: empty; name the training interfaces to tune for")
+    for index, name in enumerate(params["interfaces"] or []):
+        problem = ifname_problem(name)
+        if problem:
+            problems.append("interfaces[%d]: %r %s" % (index, name, problem))
+    if not 0.01 <= params["rtt_ms"] <= 1000:  # NaN fails this too
+        problems.append("rtt_ms: %r is outside 0.01..1000" % params["rtt_ms"])
+    if params["speed_mbps"] is not None and not 1 <= params["speed_mbps"] <= 10000000:
+        problems.append("speed_mbps: %r is outside 1..10000000" % params["speed_mbps"])
+    problem = sysctl_file_problem(params["sysctl_file"])
+    if problem:
+        problems.append("sysctl_file: %r %s" % (params["sysctl_file"], problem))
+    problem = root_problem(params["root"])
+    if problem:
+        problems.append("root: %r %s" % (params["root"], problem))
+    return problems
 
 
 def main():
@@ -330,23 +502,10 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    for index, name in enumerate(params["interfaces"]):
-        problem = ifname_problem(name)
-        if problem:
-            module.fail_json(msg="interfaces[%d]: %r %s" % (index, name, problem))
-    if not params["interfaces"]:
-        module.fail_json(msg="interfaces: empty; name the training interfaces to tune for")
-    if not 0.01 <= params["rtt_ms"] <= 1000:
-        module.fail_json(msg="rtt_ms: %r is outside 0.01..1000" % params["rtt_ms"])
-    if params["speed_mbps"] is not None and not 1 <= params["speed_mbps"] <= 10000000:
-        module.fail_json(msg="speed_mbps: %r is outside 1..10000000" % params["speed_mbps"])
-    file_path = params["sysctl_file"]
-    if not (file_path.startswith(SYSCTL_DIR) and _SYSCTL_NAME.match(file_path[len(SYSCTL_DIR):])):
-        module.fail_json(msg="sysctl_file: %r is not a .conf file directly in %s (1-64 characters of A-Z a-z 0-9 _ "
-                         ". -)" % (file_path, SYSCTL_DIR))
-    root = params["root"]
-    if not os.path.isdir(root):
-        module.fail_json(msg="root: %s is not a directory" % root)
+    problems = option_problems(params)
+    if problems:
+        module.fail_json(msg="; ".join(problems))
+    file_path, root = params["sysctl_file"], params["root"]
     node = Node(root)
     missing = [i for i in params["interfaces"] if not node.exists(i)]
     if missing:
@@ -367,9 +526,11 @@ def main():
             result["notes"].append("buffers: no port reports a speed (%s) and speed_mbps is not set" % ", ".join(ports))
         else:
             buffers = plan_buffers(node, speed, params["rtt_ms"], file_path)
-            live, before_file, after_file, size, _bdp, notes = buffers
+            live, before_file, after_file, size, _bdp, notes, value_warnings = buffers
             result["buffer_bytes"] = size
             result["notes"].extend(notes)
+            for warning in value_warnings:
+                module.warn(warning)
             if before_file != after_file:
                 diffs.append({"before_header": file_path, "after_header": file_path,
                               "before": before_file or "", "after": after_file})
@@ -420,6 +581,9 @@ def main():
         if moves and irqbalance_runs(node):
             module.warn("irqbalance runs on this node and may move the IRQs of %s again; ban them from it or "
                         "stop it" % ", ".join(sorted(set(p for p, _i, _b, _a in moves))))
+    if node.refused:  # a path to write leads out of the root: nothing at all is written, check mode or not
+        module.fail_json(msg="refused to write outside the root %s: %s" % (root, "; ".join(node.refused)),
+                         refused=node.refused, **result)
     if diff_before or diff_after:
         diffs.append({"before_header": "live values", "after_header": "live values",
                       "before": "\n".join(diff_before) + "\n", "after": "\n".join(diff_after) + "\n"})
@@ -432,11 +596,13 @@ def main():
             live, before_file, after_file = buffers[0], buffers[1], buffers[2]
             if before_file != after_file:
                 try:
-                    write_atomic(node.path(file_path), after_file, "0644")
+                    write_file(root, file_path, "sysctl_file", after_file)
+                except OutsideRoot as exc:
+                    module.fail_json(msg=str(exc), **result)
                 except (IOError, OSError) as exc:
-                    module.fail_json(msg="%s: %s" % (file_path, exc), **result)
+                    module.fail_json(msg="sysctl_file: %s: %s" % (node.path(file_path), exc), **result)
             for name in sorted(live):
-                result["sysctls"][name]["error"] = _write(node.path(sysctl_path(name)), live[name][1])
+                result["sysctls"][name]["error"] = write_value(root, sysctl_path(name), name, live[name][1])
         for port, change, ethtool in rings:
             argv = [ethtool, "-G", port]
             for ring, (_current, maximum) in sorted(change.items()):
@@ -446,7 +612,8 @@ def main():
                 [entry] = [r for r in result["rings"] if r["port"] == port]
                 entry["error"] = (err or out or "ethtool -G exited %d" % rc).strip()[:500]
         for entry in result["irqs"]:
-            entry["error"] = _write(node.path("proc/irq/%d/smp_affinity_list" % entry["irq"]), entry["after"])
+            entry["error"] = write_value(root, "proc/irq/%d/smp_affinity_list" % entry["irq"],
+                                         "irq %d (%s)" % (entry["irq"], entry["port"]), entry["after"])
     errors = ["%s: %s" % (name, item["error"]) for name, item in sorted(result["sysctls"].items()) if item["error"]]
     errors += ["%s rings: %s" % (r["port"], r["error"]) for r in result["rings"] if r["error"]]
     errors += ["irq %d (%s): %s" % (r["irq"], r["port"], r["error"]) for r in result["irqs"] if r["error"]]

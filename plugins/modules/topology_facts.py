@@ -20,11 +20,17 @@ description:
     in for a machine, which is how the demo inventory, offline audits of a server model and the tests work.
   - Values the kernel reports as unknown (C(-1), C(Unknown), missing files, garbage) become C(null) and, where
     unexpected, a line in C(warnings). Input that cannot be read at all fails with a message that names the path.
+  - An option the task does not give is taken from the host's variable of that name, C(fabric_facts_source),
+    C(fabric_facts_root), C(fabric_facts_path), C(fabric_facts_nvml) and C(fabric_facts_lldp_socket) (an invalid
+    value fails the task and names the variable), so every play gathers as the inventory says, and a task with no
+    options at all is the usual one. A task that gives any of O(source), O(root) and O(path) names its source
+    itself, and none of the three is then taken from the variables.
 author:
   - gpuops.fabric maintainers (@gpuops)
 extends_documentation_fragment:
   - gpuops.fabric.attributes
   - gpuops.fabric.attributes.facts
+  - gpuops.fabric.attributes.node_action
   - gpuops.fabric.attributes.info_module
   - gpuops.fabric.attributes.actiongroup
 options:
@@ -214,8 +220,11 @@ ansible_facts:
             - Network interfaces with C(name), C(kind) (V(physical), V(bond), V(vlan), V(bridge), V(ipoib),
               V(loopback), V(virtual)), C(address), C(card) (dddd:bb:dd), C(ports_on_card), C(driver),
               C(speed_mbps) (C(null) when the kernel says C(-1)), C(duplex), C(mtu), C(operstate), C(carrier),
-              C(mac), C(numa_node), C(pci_link), C(rdma_devices), C(bond_master), C(vlan), and C(ipv4) / C(ipv6)
+              C(mac), C(numa_node), C(link), C(rdma_devices), C(bond_master), C(vlan), and C(ipv4) / C(ipv6)
               (lists of C(address/prefix); C(null) when the source has no addresses).
+            - C(link) is the PCIe link of the port's PCI function, with the keys of a GPU's and a PCI device's
+              C(link) (C(current) and C(max), each C(generation), C(width), C(speed_gts), C(gbytes_per_s)); C(null)
+              for an interface without one. C(pci_link) holds the same and is deprecated (removed in 2.0.0).
             - C(min_mtu) and C(max_mtu) are the MTU range the driver allows, read from netlink with
               C(ip -json -details link show) on a live node (sysfs does not carry them); C(null) from captures
               and for drivers that set no limit.
@@ -343,12 +352,35 @@ ansible_facts:
           returned: when paths is gathered
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import run_capped
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import (
     SOURCES, gather, merge_link_limits, merge_switch_side, resolve_subsets,
 )
+
+
+# A tool the facts ask (ip, lldpctl, ethtool, dcb, mlnx_qos) may hang on broken hardware or a stuck daemon, or print
+# without end: each run is bounded in time and in output, and one that is cut is a warning of the facts.
+TOOL_TIMEOUT_S = 20
+TOOL_MAX_BYTES = 16 * 1024 * 1024
+
+
+def run_tool(argv, facts):
+    """(rc, out, err) of one tool run, bounded (run_capped); a run cut short or that cannot start is rc 1 and a
+    warning in ``facts``, so the readers treat it as a tool that failed."""
+    try:
+        rc, out, err, why = run_capped(argv, TOOL_TIMEOUT_S, TOOL_MAX_BYTES, env=dict(os.environ, LC_ALL="C"))
+    except OSError as exc:
+        rc, out, err, why = None, "", "", "%s: %s" % (argv[0], exc)
+    if why:
+        facts.setdefault("warnings", []).append("%s (left out of the facts)" % why)
+        return 1, "", why
+    return rc, out, err
 
 
 def main():
@@ -386,12 +418,12 @@ def main():
     ip = module.get_bin_path("ip")
     if params["source"] == "sysfs" and params["root"] == "/" and facts.get("nics") and ip:
         # The MTU range of each NIC is only in netlink, not sysfs.
-        rc, out, _err = module.run_command([ip, "-json", "-details", "link", "show"], environ_update={"LC_ALL": "C"})
+        rc, out, _err = run_tool([ip, "-json", "-details", "link", "show"], facts)
         if rc == 0:
             merge_link_limits(facts, out)
     if params["source"] == "sysfs" and params["root"] == "/":
-        merge_switch_side(facts, lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}),
-                          module.get_bin_path, resolve_subsets(params["gather_subset"]), params["lldp_socket"])
+        merge_switch_side(facts, lambda argv: run_tool(argv, facts), module.get_bin_path,
+                          resolve_subsets(params["gather_subset"]), params["lldp_socket"])
     facts["root"] = params["root"] if params["source"] == "sysfs" else None
     facts["path"] = params["path"]
     module.exit_json(changed=False, ansible_facts={"gpuops_fabric": facts})

@@ -92,11 +92,23 @@ options:
     default: false
   validate_only:
     description:
-      - Only validate expectations and waivers of O(hosts), the Prometheus textfile folder and, with
-        C(fabric_slurm_drain) true, the Slurm settings (C(fabric_slurm_node_name) of each host, C(fabric_slurm_host),
-        C(fabric_slurm_drain_max_percent), C(fabric_slurm_conf)); evaluate nothing, write nothing.
+      - The pre-flight of every playbook that changes or audits something; evaluate nothing, write nothing.
+      - Every C(fabric_*) variable of each of O(hosts) is checked against its one declaration (kind, range or
+        choices, per host or per run; docs/validation.md lists them); a run-wide setting given differently on two
+        hosts is an error; unknown C(fabric_*) names are named (an error where one is a near miss of a variable
+        that shapes the network files).
+      - Then expectations and waivers, the Prometheus textfile folder and, with C(fabric_slurm_drain) true on any
+        host, the Slurm settings (C(fabric_slurm_node_name) of each host, C(fabric_slurm_host),
+        C(fabric_slurm_drain_max_percent), C(fabric_slurm_conf)).
     type: bool
     default: false
+  planned_interfaces:
+    description:
+      - With O(validate_only), the interfaces the network role will create on each host (host name to a list of
+        names, or to the host's plan as M(gpuops.fabric.network_intent) returns it), so that
+        C(fabric_tuning_interfaces) naming a bond or VLAN still to be made is not refused. Hosts whose topology
+        facts were gathered before have each tuning interface checked against them and this list.
+    type: dict
   today:
     description: The date waivers are judged against (YYYY-MM-DD); defaults to today. For tests and replays.
     type: str

@@ -9,16 +9,18 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_sides
+
 
 def _link(link):
-    if not link:
-        return "link ?"
-    cur = link.get("current") or {}
-    if cur.get("generation") and cur.get("width"):
-        return "Gen%s x%s (%.1f GB/s)" % (cur["generation"], cur["width"], cur["gbytes_per_s"])
-    if cur.get("gbytes_per_s"):
+    sides = link_sides(link)
+    cur = sides["current"]
+    if cur["generation"] and cur["width"]:
+        return "Gen%s x%s%s" % (cur["generation"], cur["width"], " (%.1f GB/s)" % cur["gbytes_per_s"]
+                                if cur["gbytes_per_s"] is not None else "")
+    if cur["gbytes_per_s"]:
         return "%.1f GB/s" % cur["gbytes_per_s"]
-    mx = link.get("max") or {}
+    mx = sides["max"]
     if mx.get("generation") and mx.get("width"):
         return "max Gen%s x%s" % (mx["generation"], mx["width"])
     return "link ?"

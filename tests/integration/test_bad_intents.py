@@ -148,9 +148,9 @@ BAD = [
      "fabric_network_confirm_timeout: 60 is not below fabric_network_rollback_timeout 30"),
     ({"fabric_network_allow_management": "maybe"}, "fabric_network_allow_management: 'maybe' must be true or false"),
     ({"fabric_network_lldpd": "enabled"}, "fabric_network_lldpd: 'enabled' must be true or false"),
-    ({"fabric_network_lldpd": 1}, "fabric_network_lldpd: 1 must be true or false"),
+    ({"fabric_network_lldpd": 2}, "fabric_network_lldpd: 2 must be true or false"),
     ({"fabric_network_rollback_timeout": "3 min"}, "fabric_network_rollback_timeout: '3 min' must be a number"),
-    ({"fabric_network_root": "relative/dir"}, "fabric_network_root: 'relative/dir' must be an absolute path"),
+    ({"fabric_network_root": "relative/dir"}, "fabric_network_root: 'relative/dir' is not an absolute path"),
     ({"fabric_network_backend": "ifupdown"}, "fabric_network_backend: 'ifupdown' is not one of auto"),
     # typos of top-level variables
     ({"fabric_attachment": {"training": "bond1"}},

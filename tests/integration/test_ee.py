@@ -60,20 +60,160 @@ def test_ee_script_writes_a_build_context(tmp_path):
     ("ee-base.sh", "EE_BASE_SUITE", "trixie main"),
     ("ee-base.sh", "EE_BASE_MIRROR", "file:///etc"),
     ("ee-base.sh", "EE_CA_BUNDLE", "/tmp/a bundle.crt"),
+    # the distribution reference grammar's limits (scripts/ee-checks.sh): a port is 1..65535, a name at most 255
+    # characters, a tag at most 128, path components lowercase, a digest algorithm:hex
+    ("ee.sh", "EE_BASE_IMAGE", "localhost:99999/ee-base:trixie"),
+    ("ee.sh", "EE_TAG", "registry.example.com:0/gpuops-ee"),
+    ("ee.sh", "EE_TAG", "quay.io/" + "a" * 248),
+    ("ee.sh", "EE_BASE_IMAGE", "quay.io/ansible/awx-ee:" + "b" * 129),
+    ("ee.sh", "EE_BASE_IMAGE", "quay.io/Ansible/awx-ee:24.6.1"),
+    ("ee.sh", "EE_BASE_IMAGE", "quay.io/ansible/awx-ee@sha256:0123abcd"),
+    ("ee.sh", "EE_BASE_IMAGE", "quay.io/ansible/awx-ee@sha256:" + "0123456789ABCDEF" * 4),
+    ("ee.sh", "EE_TAG", "localhost/a..b"),
+    ("ee.sh", "EE_CONTEXT_ONLY", "yes"),
+    ("ee-base.sh", "EE_BASE_MIRROR", "http://deb.example.com:99999/debian"),
+    # not a PEM certificate bundle
+    ("ee-base.sh", "EE_CA_BUNDLE", "/etc/hostname"),
+    ("ee-base.sh", "PIP_CERT", "/etc/hostname"),
+    ("ee-base.sh", "EE_CA_BUNDLE", "/dev/null"),
+    ("ee-base.sh", "EE_CA_BUNDLE", "/nonexistent/ca.crt"),
 ])
 def test_a_bad_setting_stops_the_ee_scripts_before_anything_is_built(tmp_path, script, setting, value):
     context = tmp_path / "context"
     dist = os.path.join(REPO, "ee", "dist")
     before = os.stat(dist).st_mtime_ns if os.path.exists(dist) else None
+    env = dict(os.environ, EE_CONTEXT_ONLY="1")
+    env[setting] = value
     # ee-base.sh gets a throwaway tag: were a check to let the value through, no real base would be replaced
     done = subprocess.run(["bash", os.path.join(REPO, "scripts", script)]
                           + ([str(context)] if script == "ee.sh" else ["localhost/gpuops-fabric-ee-base:never-made"]),
-                          capture_output=True, text=True, cwd=REPO, timeout=60, check=False,
-                          env=dict(os.environ, EE_CONTEXT_ONLY="1", **{setting: value}))
+                          capture_output=True, text=True, cwd=REPO, timeout=60, check=False, env=env)
     assert done.returncode == 2, done.stdout + done.stderr
     assert setting in done.stderr and "'%s'" % value in done.stderr, done.stderr
     # the tarball is not rebuilt, nothing is written, no image is made
     assert not context.exists() and (os.stat(dist).st_mtime_ns if os.path.exists(dist) else None) == before
+
+
+GOOD_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+
+
+def first_certificate():
+    with open(GOOD_BUNDLE) as bundle:
+        text = bundle.read()
+    return text[text.index("-----BEGIN CERTIFICATE-----"):text.index("-----END CERTIFICATE-----") + 25] + "\n"
+
+
+def bad_bundle(tmp_path, kind):
+    """A file (or folder) that is no PEM certificate bundle, named ``kind``."""
+    path = tmp_path / ("%s.crt" % kind)
+    if kind == "empty":
+        path.write_text("")
+    elif kind == "begin-without-end":
+        path.write_text("-----BEGIN CERTIFICATE-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA\n")
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "with-a-private-key":  # a server's combined PEM: its key would be baked into the image
+        path.write_text(first_certificate() + "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n"
+                        "-----END PRIVATE KEY-----\n")
+    elif kind == "der":
+        path.write_bytes(b"\x30\x82\x01\x0a\x02\x82\x01\x01\x00" * 20)
+    elif kind == "text-in-a-certificate":
+        path.write_text(first_certificate().replace("\n", "\nnot base64\n", 2))
+    elif kind == "too-big":  # over 16 MiB, sparse
+        with open(path, "wb") as big:
+            big.truncate(16 * 1024 * 1024 + 1)
+    elif kind == "symlink-to-a-device":
+        path.symlink_to("/dev/zero")
+    return str(path)
+
+
+@pytest.mark.skipif(not os.path.exists(GOOD_BUNDLE), reason="no %s here" % GOOD_BUNDLE)
+@pytest.mark.parametrize("setting", ["EE_CA_BUNDLE", "PIP_CERT", "global.cert"])
+@pytest.mark.parametrize("kind", ["empty", "begin-without-end", "folder", "with-a-private-key", "der",
+                                  "text-in-a-certificate", "too-big", "symlink-to-a-device"])
+def test_a_bad_ca_bundle_stops_ee_base_before_anything_is_built(tmp_path, kind, setting):
+    """Wherever ee-base.sh takes the bundle from (EE_CA_BUNDLE, PIP_CERT, pip's own global.cert), it must be a PEM
+    certificate bundle."""
+    path = bad_bundle(tmp_path, kind)
+    env = {key: value for key, value in os.environ.items() if key not in ("EE_CA_BUNDLE", "PIP_CERT")}
+    if setting == "global.cert":  # read with .venv's pip, from the configuration file PIP_CONFIG_FILE names
+        (tmp_path / "pip.conf").write_text("[global]\ncert = %s\n" % path)
+        env["PIP_CONFIG_FILE"] = str(tmp_path / "pip.conf")
+    else:
+        env[setting] = path
+    done = subprocess.run(["bash", os.path.join(REPO, "scripts", "ee-base.sh"),
+                           "localhost/gpuops-fabric-ee-base:never-made"],
+                          capture_output=True, text=True, cwd=REPO, timeout=60, check=False, env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert setting in done.stderr and "'%s'" % path in done.stderr, done.stderr
+
+
+def test_ee_sh_checks_the_base_settings_before_anything_is_built(tmp_path):
+    """Where ee.sh is to make the default base (a runtime works, the base is missing), ee-base.sh's settings stop it
+    before it builds the collection tarball. podman here is a stand-in that works and lacks every image."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "podman").write_text('#!/bin/sh\ncase "$1" in info) exit 0 ;; *) exit 1 ;; esac\n')
+    os.chmod(bin_dir / "podman", 0o755)
+    context = tmp_path / "context"
+    dist = os.path.join(REPO, "ee", "dist")
+    before = os.stat(dist).st_mtime_ns if os.path.exists(dist) else None
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("EE_CONTEXT_ONLY", "EE_BASE_IMAGE", "PIP_CERT")}
+    env.update(PATH="%s:%s" % (bin_dir, os.environ["PATH"]), EE_CA_BUNDLE="/etc/hostname")
+    done = subprocess.run(["bash", os.path.join(REPO, "scripts", "ee.sh"), str(context)], capture_output=True,
+                          text=True, cwd=REPO, timeout=60, check=False, env=env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("ee: EE_CA_BUNDLE: '/etc/hostname' is not a PEM certificate bundle"), done.stderr
+    assert not context.exists() and (os.stat(dist).st_mtime_ns if os.path.exists(dist) else None) == before
+
+
+@pytest.mark.skipif(not os.path.exists(GOOD_BUNDLE), reason="no %s here" % GOOD_BUNDLE)
+def test_ee_base_uploads_a_checked_copy_of_a_good_bundle(tmp_path):
+    """A good bundle (this machine's, through a symlink) passes, and mmdebstrap (a stand-in here that records its
+    arguments and the file it is to upload, then fails: nothing is built) gets a copy of it in the script's own
+    folder."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "mmdebstrap").write_text(
+        '#!/bin/sh\nprintf "%s\\n" "$@" > "$RECORD/args"\nfor a; do case "$a" in --customize-hook=upload*) '
+        'set -- $a; cp "$2" "$RECORD/uploaded" ;; esac; done\nexit 3\n')
+    os.chmod(bin_dir / "mmdebstrap", 0o755)
+    (tmp_path / "link.crt").symlink_to(GOOD_BUNDLE)
+    env = dict(os.environ, PATH="%s:%s" % (bin_dir, os.environ["PATH"]), RECORD=str(tmp_path),
+               EE_CA_BUNDLE=str(tmp_path / "link.crt"))
+    done = subprocess.run(["bash", os.path.join(REPO, "scripts", "ee-base.sh"),
+                           "localhost/gpuops-fabric-ee-base:never-made"],
+                          capture_output=True, text=True, cwd=REPO, timeout=60, check=False, env=env)
+    assert done.returncode == 3, done.stdout + done.stderr
+    hook = [arg for arg in (tmp_path / "args").read_text().splitlines() if arg.startswith("--customize-hook=")]
+    copy, inside = hook[0].split(" ")[1:]
+    assert inside == "/etc/ssl/certs/ca-certificates.crt" and copy.endswith("/ca-bundle.crt"), hook
+    assert not os.path.exists(copy)  # the script's folder is gone again
+    with open(GOOD_BUNDLE, "rb") as bundle:
+        assert (tmp_path / "uploaded").read_bytes() == bundle.read()
+
+
+@pytest.mark.skipif(not os.path.exists(GOOD_BUNDLE), reason="no %s here" % GOOD_BUNDLE)
+def test_the_checks_take_good_references_and_bundles(tmp_path):
+    """The checks alone (scripts/ee-checks.sh, sourced): the limits themselves pass, and so does this machine's CA
+    bundle, also through a symlink, with a curl-style title and CRLF line ends; the bundle resolves to the file."""
+    (tmp_path / "link.crt").symlink_to(GOOD_BUNDLE)
+    (tmp_path / "curl.pem").write_text("## Bundle of CA Root Certificates\n\nSome Root CA\n============\n"
+                                       + first_certificate())
+    (tmp_path / "crlf.pem").write_bytes(first_certificate().replace("\n", "\r\n").encode())
+    references = ["localhost:65535/ee", "localhost:1/ee", "10.0.0.1:5000/ee/base", "quay.io/" + "a" * 247,
+                  "quay.io/ansible/awx-ee:" + "b" * 128, "my_ee__x.y-z---w:latest",
+                  "quay.io/ansible/awx-ee@sha512:" + "0123456789abcdef" * 8]
+    script = ('EE_SCRIPT=test; . scripts/ee-checks.sh; for ref in %s; do ee_check_image ref "$ref"; done; '
+              'for bundle in "$@"; do ee_check_ca_bundle bundle "$bundle"; echo "$ee_ca_real"; done'
+              % " ".join("'%s'" % ref for ref in references))
+    bundles = [GOOD_BUNDLE, str(tmp_path / "link.crt"), str(tmp_path / "curl.pem"), str(tmp_path / "crlf.pem")]
+    done = subprocess.run(["bash", "-c", script, "_"] + bundles, capture_output=True, text=True, cwd=REPO,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    real = os.path.realpath(GOOD_BUNDLE)
+    assert done.stdout.split() == [real, real, str(tmp_path / "curl.pem"), str(tmp_path / "crlf.pem")]
 
 
 @pytest.mark.parametrize("settings", [

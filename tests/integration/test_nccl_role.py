@@ -133,3 +133,18 @@ def test_topology_file_is_opt_in(ansible_env, roots, tmp_path):
     assert topo.read_text().startswith('<system version="1">')
     assert "NCCL_TOPO_FILE=/etc/nccl-topo.xml\n" in (tmp_path / "node-a" / "etc" / "nccl.conf").read_text()
     assert recap(play(ansible_env, inv).stdout, "node-a")["changed"] == "0"
+
+
+def test_a_link_out_of_the_root_is_refused(ansible_env, roots, tmp_path):
+    """node-a's etc is a symbolic link to a folder outside its root (an image root linking to the build machine's
+    /etc): nccl.conf is not written through it, and the message names the root and where the link leads."""
+    inv = inventory(tmp_path, roots, hosts={"node-a": "dgx8"})
+    outside = tmp_path / "outside-etc"
+    outside.mkdir()
+    (tmp_path / "node-a" / "etc").rmdir()
+    os.symlink(str(outside), str(tmp_path / "node-a" / "etc"))
+    result = play(ansible_env, inv)
+    assert result.returncode != 0
+    assert "fabric_nccl_root: a symbolic link below %s leads the NCCL files to %s" % (tmp_path / "node-a", outside) \
+        in result.stdout, result.stdout[-3000:]
+    assert os.listdir(str(outside)) == []

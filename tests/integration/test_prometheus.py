@@ -96,17 +96,23 @@ def test_node_exporter_serves_the_audit(audited):
     assert ("kind", "gpu") in [kv for k in narrow for kv in k]
 
 
-@pytest.mark.parametrize("folder", ["missing", "relative"])
+@pytest.mark.parametrize("folder", ["missing", "relative", "symlink"])
 def test_a_textfile_folder_that_is_not_one_fails_before_any_host(ansible_env, roots, tmp_path, folder):
     inventory = write_inventory(tmp_path, {"healthy": {"ansible_connection": "local",
                                                        "fabric_facts_root": roots["dgx8"]}})
     value = str(tmp_path / "nowhere") if folder == "missing" else "textfile"
+    if folder == "symlink":  # a link to a folder elsewhere (/etc, say): never written through
+        (tmp_path / "elsewhere").mkdir()
+        os.symlink(str(tmp_path / "elsewhere"), str(tmp_path / "link"))
+        value = str(tmp_path / "link")
     result = playbook(ansible_env, inventory, "-e", "fabric_report_dir=" + str(tmp_path / "r"),
                       "-e", "fabric_prometheus_textfile_dir=" + value)
     assert result.returncode != 0
-    assert "fabric_prometheus_textfile_dir: %r is not" % value in result.stdout, result.stdout[-3000:]
+    said = "is a symbolic link" if folder == "symlink" else "is not"
+    assert "fabric_prometheus_textfile_dir: %r %s" % (value, said) in result.stdout, result.stdout[-3000:]
     assert "TASK [Gather topology facts]" not in result.stdout
     assert not os.path.exists(str(tmp_path / "r"))
+    assert not os.path.exists(str(tmp_path / "elsewhere" / "gpuops_fabric.prom"))
 
 
 def test_a_directory_at_the_textfile_name_fails_before_any_host(ansible_env, roots, tmp_path):

@@ -147,7 +147,7 @@ def test_a_fault_on_more_nodes_than_allowed_drains_none(ansible_env, bed, tmp_pa
 
 @pytest.mark.parametrize("extra, message", [
     ({"fabric_slurm_host": "gfslhead"}, "fabric_slurm_host: 'gfslhead' is not a host of the inventory (nor localhost)"),
-    ({"fabric_slurm_drain_max_percent": "all"}, "fabric_slurm_drain_max_percent: 'all' is not a percentage"),
+    ({"fabric_slurm_drain_max_percent": "all"}, "fabric_slurm_drain_max_percent: 'all' must be a percentage"),
 ])
 def test_bad_settings_stop_before_any_host_is_contacted(ansible_env, bed, tmp_path, extra, message):
     hosts, slurm = bed

@@ -335,7 +335,7 @@ def main(argv=None):
         for folder in args.root_dir:
             os.makedirs(os.path.join(args.roots, name, folder), exist_ok=True)
     if args.inventory:
-        group = {"fabric_test_subnet": bed.train_subnet()}
+        group = {"scenario_subnet": bed.train_subnet()}
         if args.vars:
             import yaml
             with open(args.vars) as handle:

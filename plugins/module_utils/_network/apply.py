@@ -12,7 +12,7 @@ __metaclass__ = type
 import difflib
 import os
 import stat
-from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
+from ansible_collections.gpuops.fabric.plugins.module_utils._files import outside_root, write_atomic
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import backend_module
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import on_root
@@ -30,10 +30,13 @@ def owned(backend, path):
                                                           for p in mod.OWNED_PREFIXES)
 
 
+MAX_FILE_BYTES = 16 * 1024 * 1024  # a network file of ours is a few KiB; more is read as far as this, and differs
+
+
 def _read(path):
     try:
         with open(path) as handle:
-            return handle.read(), stat.S_IMODE(os.stat(path).st_mode)
+            return handle.read(MAX_FILE_BYTES), stat.S_IMODE(os.stat(path).st_mode)
     except (IOError, OSError):
         return None, None
 
@@ -81,6 +84,11 @@ def plan_changes(root, backend, wanted, replace):
             changes.append(("remove", path, None))
             diffs.append({"before_header": path, "after_header": "/dev/null", "before": present[path]["content"],
                           "after": ""})
+    # every change confined to the root before any is made (in check mode too): nothing half-written
+    problems = [outside_root(root, on_root(root, path)) for _action, path, _new in changes]
+    problems = [p for p in problems if p]
+    if problems:
+        raise ApplyError("; ".join(problems))
     return changes, diffs
 
 
@@ -88,10 +96,13 @@ def apply_changes(root, changes):
     """Write each wanted file atomically with its mode (module_utils/_files.py); remove what is to go."""
     for action, path, new in changes:
         full = on_root(root, path)
+        problem = outside_root(root, full)
+        if problem:  # plan_changes refused it already; a link swapped in since is refused here
+            raise ApplyError(problem)
         if action == "remove":
             os.unlink(full)
             continue
-        write_atomic(full, new["content"], new["mode"])
+        write_atomic(full, new["content"], new["mode"], root=root)
 
 
 def unified(diffs):

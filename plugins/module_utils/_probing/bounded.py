@@ -30,3 +30,56 @@ def run_bounded(argv, timeout, stdout=PIPE, stderr=PIPE, env=None):
     # pylint: disable-next=ansible-bad-function
     return subprocess.run(list(argv), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, env=env,
                           timeout=timeout, check=False)
+
+
+def run_capped(argv, timeout, max_bytes, env=None):
+    """Run ``argv`` (a list) for at most ``timeout`` seconds, keeping at most ``max_bytes`` of its standard output
+    and of its standard error: (returncode, stdout, stderr, why), the outputs as text (UTF-8, errors replaced).
+    A program that outlives its time or prints past the cap is killed: its returncode is then None and ``why``
+    says which (a tool stuck on broken hardware, or printing without end, costs bounded time and memory).
+    Raises OSError when it cannot start."""
+    import os
+    import select
+    import time
+    if not isinstance(argv, (list, tuple)) or not argv or not all(isinstance(a, str) for a in argv):
+        raise ValueError("argv must be a non-empty list of strings, not %r" % (argv,))
+    deadline = time.monotonic() + timeout
+    # pylint: disable-next=ansible-bad-function
+    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=PIPE, stderr=PIPE, env=env)
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    kept = {out_fd: [], err_fd: []}
+    sizes = dict((fd, 0) for fd in kept)
+    open_fds, why = set(kept), None
+    try:
+        while open_fds:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = "%s: no end within %g s" % (argv[0], timeout)
+                break
+            ready, _w, _x = select.select(list(open_fds), [], [], min(left, 1.0))
+            for fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    open_fds.discard(fd)
+                    continue
+                room = max_bytes - sizes[fd]
+                kept[fd].append(chunk[:room])
+                sizes[fd] += len(chunk)
+                if sizes[fd] > max_bytes:
+                    why = "%s: more than %d bytes of output" % (argv[0], max_bytes)
+                    open_fds.clear()
+                    break
+        if why is None:
+            try:
+                code = proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                why = "%s: no end within %g s" % (argv[0], timeout)
+        if why is not None:
+            proc.kill()
+            proc.wait()
+            code = None
+    finally:
+        proc.stdout.close()
+        proc.stderr.close()
+    return (code, b"".join(kept[out_fd]).decode("utf-8", "replace"), b"".join(kept[err_fd]).decode("utf-8", "replace"),
+            why)

@@ -11,10 +11,11 @@ __metaclass__ = type
 
 import errno
 import json
-import math
 import os
 import signal
 import time
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 
 PID_DIR = "/run/gpuops-fabric/probes"
 
@@ -46,9 +47,9 @@ def parse_iperf3(text):
     sent = end.get("sum_sent") if isinstance(end.get("sum_sent"), dict) else {}
     start = data.get("start") if isinstance(data.get("start"), dict) else {}
     bits, seconds = received.get("bits_per_second"), received.get("seconds")
-    if not isinstance(bits, (int, float)) or isinstance(bits, bool) or not math.isfinite(bits) or bits < 0:
+    if finite(bits, low=0) is None:
         return failed("iperf3 JSON has no end.sum_received")
-    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not math.isfinite(seconds):
+    if finite(seconds) is None:
         seconds = 0
     retransmits, sent_bytes, mss = _count(sent.get("retransmits")), _count(sent.get("bytes")), _count(
         start.get("tcp_mss_default"))
@@ -66,7 +67,7 @@ def pidfile(bind, port):
 def cmdline(pid):
     try:
         with open("/proc/%d/cmdline" % pid, "rb") as handle:
-            return [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
+            return [a.decode("utf-8", "replace") for a in handle.read(65536).split(b"\0") if a]
     except (IOError, OSError):
         return []
 

@@ -12,7 +12,8 @@ __metaclass__ = type
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import parse_cpulist
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
-    classify_devices, KIND_ACCELERATOR, KIND_GPU, KIND_NIC, KIND_RDMA, VENDOR_AMD, VENDOR_INTEL, VENDOR_NVIDIA,
+    BRIDGE_KINDS, classify_devices, KIND_ACCELERATOR, KIND_GPU, KIND_NIC, KIND_RDMA, VENDOR_AMD, VENDOR_INTEL,
+    VENDOR_NVIDIA,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.paths import hex_id, PathCache, pci_path
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
@@ -146,7 +147,7 @@ ACS_BITS = (("source_validation", 0x01), ("translation_blocking", 0x02), ("reque
 
 def _acs_fact(dev):
     """For bridges: whether ACS could be read, is present, and which controls are on."""
-    if dev.kind not in ("root_port", "switch_upstream", "switch_downstream", "other_bridge"):
+    if dev.kind not in BRIDGE_KINDS:
         return None
     fact = {"readable": dev.acs_readable, "present": dev.acs_control is not None,
             "control": hex_id(dev.acs_control) if dev.acs_control is not None else None}
@@ -381,7 +382,8 @@ def _nic_facts(topo):
             "carrier": net.carrier,
             "mac": net.mac,
             "numa_node": dev.numa_node if dev else None,
-            "pci_link": device_links(dev) if dev else None,
+            "link": device_links(dev) if dev else None,
+            "pci_link": device_links(dev) if dev else None,  # deprecated: the same as link (removed in 2.0.0)
             "rdma_devices": rdma,
             "ipv4": net.ipv4,
             "ipv6": net.ipv6,

@@ -31,6 +31,15 @@ KIND_SWITCH_DOWN = "switch_downstream"
 KIND_OTHER_BRIDGE = "other_bridge"
 KIND_OTHER = "other"
 BRIDGE_KINDS = (KIND_ROOT_PORT, KIND_SWITCH_UP, KIND_SWITCH_DOWN, KIND_OTHER_BRIDGE)
+# The facts' contract on kinds: every consumer (rules, the report's tree, the NCCL topology file) names these groups
+# and never spells a kind itself (tests/unit/plugins/module_utils/_topology/test_kinds.py holds that).
+ACCELERATOR_KINDS = (KIND_GPU, KIND_ACCELERATOR)  # an APU's GPU function is a gpu (MI300A), no kind of its own
+NETWORK_KINDS = (KIND_NIC, KIND_RDMA)
+ENDPOINT_KINDS = ACCELERATOR_KINDS + NETWORK_KINDS + (KIND_NVME,)
+# A root port hangs off its host bridge and a switch's downstream port off its upstream port, inside the chip: no
+# PCIe link of their own there (their link figures are those of the link below them).
+INTERNAL_KINDS = (KIND_ROOT_PORT, KIND_SWITCH_DOWN)
+KINDS = ENDPOINT_KINDS + BRIDGE_KINDS + (KIND_OTHER,)
 
 
 @dataclass

@@ -11,7 +11,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import is_hex
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import ACCELERATOR_KINDS
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite, is_hex
 
 
 def device_links(dev):
@@ -23,10 +24,18 @@ def device_links(dev):
 
 
 PATH_TYPES = ("PIX", "PXB", "PHB", "NODE", "SYS")
+# "Near": a GPU and a NIC below one PCIe switch (or a tree of switches), not through a host bridge: where GPUDirect RDMA
+# pays (NCCL's default NCCL_NET_GDR_LEVEL is PXB). The one definition: rules, NCCL settings and reports import it.
+NEAR = PATH_TYPES[:2]
 
 
 def path_rank(path_type):
     return PATH_TYPES.index(path_type) if path_type in PATH_TYPES else len(PATH_TYPES)
+
+
+def is_near(path_type):
+    """Whether a GPU and a NIC this far apart are near (NEAR)."""
+    return path_type in NEAR
 
 
 def gpu_link_values(link, nvml):
@@ -66,6 +75,87 @@ def gpu_link_state(values):
         return "idle", "Gen%d below its maximum Gen%d; without NVML the GPU may be idle, cannot judge" % (
             cur_gen, max_gen)
     return "ok", None
+
+
+# Kinds of device that lower their link *generation* to save power when idle and raise it under load (GPUs and other
+# accelerators; NVIDIA: "downgrading the PCIe link when not in use is an important integral part of the GPU's power
+# management"): a lower generation there is "idle, cannot judge"; width does not drop at idle. NICs, HCAs, drives
+# and bridges keep the link they trained to, so below its best is a fault.
+LOWERS_GENERATION_AT_IDLE = ACCELERATOR_KINDS
+LINK_VERDICTS = ("below", "capped", "idle", "ok", "unknown")
+_GPU_STATES = {"degraded": "below", "idle": "idle", "ok": "ok", "unknown": "unknown"}
+
+
+# The reading of a link fact ({"current": {generation, width, gbytes_per_s}, "max": {...}}, the same keys for every
+# kind of device): the plausible range of each field; anything else (text, a bool, NaN, Gen 40) is not known.
+LINK_FIELDS = ("generation", "width", "gbytes_per_s")
+LINK_BOUNDS = {"generation": (1, 16), "width": (1, 64), "gbytes_per_s": (0, 10000)}
+
+
+def _field(name, value):
+    value = finite(value, *LINK_BOUNDS[name])
+    if name != "gbytes_per_s" and not isinstance(value, int):
+        return None  # a generation or a width is a whole number
+    return value
+
+
+def link_sides(link):
+    """The one reading of a link fact: {"current": {generation, width, gbytes_per_s}, "max": {...}}, each field a
+    number in its range or None (a side that is missing or not an object has all None). Every consumer (the
+    verdict, the report rows, the tree) reads a link through this."""
+    link = link if isinstance(link, dict) else {}
+    sides = {}
+    for side in ("current", "max"):
+        part = link.get(side) if isinstance(link.get(side), dict) else {}
+        sides[side] = dict((f, _field(f, part.get(f))) for f in LINK_FIELDS)
+    return sides
+
+
+def nic_link(nic):
+    """An interface's PCIe link fact: ``link`` (the same keys as a GPU's and a PCI device's), else the deprecated
+    ``pci_link`` that facts gathered by an earlier version carry (facts.json captures, fact caches)."""
+    if not isinstance(nic, dict):
+        return None
+    link = nic.get("link")
+    return link if isinstance(link, dict) else nic.get("pci_link")
+
+
+def link_verdict(kind, link, slot_max=None, gpu_state=None):
+    """The one verdict of a device's own PCIe link, which the rules, the reports' tree and the metrics import.
+
+    ``link``: {"current": {generation, width}, "max": {...}} (the facts' link, the same keys for every kind);
+    ``slot_max``: the maximum of the port above it (its slot), which caps what the link can train to; ``gpu_state``:
+    a GPU's link_state from the gpus facts (gpu_link_state, judged with NVML's view), which decides for that GPU.
+    Returns {"verdict", "generation_low", "width_low", "reach": (generation, width) the card and slot allow}:
+    below (under what card and slot allow: width always, generation unless the kind lowers it at idle), idle (a
+    lower generation on a kind that lowers it at idle: cannot judge), capped (at what the slot allows, below the
+    card's own best), ok, unknown (current and best not both known)."""
+    sides = link_sides(link)
+    slot = link_sides({"max": slot_max})["max"]
+    cur_gen, cur_width = sides["current"]["generation"], sides["current"]["width"]
+    max_gen, max_width = sides["max"]["generation"], sides["max"]["width"]
+    slot_gen, slot_width = slot["generation"], slot["width"]
+    reach_gen = min(max_gen, slot_gen) if max_gen and slot_gen else max_gen
+    reach_width = min(max_width, slot_width) if max_width and slot_width else max_width
+    result = {"verdict": "unknown", "generation_low": bool(cur_gen and reach_gen and cur_gen < reach_gen),
+              "width_low": bool(cur_width and reach_width and cur_width < reach_width),
+              "reach": (reach_gen, reach_width)}
+    if gpu_state is not None:
+        result["verdict"] = _GPU_STATES.get(gpu_state, "unknown")
+        return result
+    if not ((cur_gen and max_gen) or (cur_width and max_width)):
+        return result
+    capped = bool((max_gen and reach_gen and reach_gen < max_gen) or (max_width and reach_width and
+                                                                      reach_width < max_width))
+    if result["width_low"] or (result["generation_low"] and kind not in LOWERS_GENERATION_AT_IDLE):
+        result["verdict"] = "below"
+    elif result["generation_low"]:
+        result["verdict"] = "idle"
+    elif capped:
+        result["verdict"] = "capped"
+    else:
+        result["verdict"] = "ok"
+    return result
 
 
 # Transfer rate (GT/s per lane) and line-code efficiency per generation.

@@ -3,12 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""Numbers read from files nobody here wrote: bounded decimal and hex parsing, and the limits a value must be in."""
+"""Numbers read from files nobody here wrote: bounded decimal and hex parsing, the limits a value must be in, and the
+one test of "a usable number" for values that arrive already decoded (JSON, YAML, host variables)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import re
 
 
@@ -44,6 +46,25 @@ UNKNOWN_SPEEDS = (-1, 65535, 4294967295)
 INT_RE = re.compile(r"^-?[0-9]{1,4000}$")
 RATE_RE = re.compile(r"^[0-9]{1,4000}(?:\.[0-9]{1,9})?$")
 HEX_RE = re.compile(r"^(?:0[xX])?[0-9a-fA-F]{1,16}$")
+
+
+def finite(value, low=None, high=None):
+    """``value`` when it is an int or a float (never a bool) that is finite, that a float can hold, and within
+    ``low``..``high`` (inclusive; None leaves that side open), else None.
+
+    The one guard for numbers that arrive decoded: JSON gives NaN, Infinity and a 400-digit integer as readily as
+    1.5, YAML gives true for yes, and a host variable can hold anything. Every consumer of such a number calls this
+    instead of its own isinstance and isfinite (tests/unit/plugins/module_utils/test_values.py holds that)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        if not math.isfinite(value):  # an int past a float's range raises instead
+            return None
+    except OverflowError:
+        return None
+    if (low is not None and value < low) or (high is not None and value > high):
+        return None
+    return value
 
 
 def is_hex(text):

@@ -5,23 +5,46 @@
 # Private to the gpuops.fabric collection: the API may change without notice.
 """The baseline of the stability rules: an earlier audit's report.json, named by ``fabric_audit_baseline`` on the
 controller. The path is checked before any host is touched (a typo stops the run); what the file holds is not: a
-broken file, another schema or other hosts are one warning each, and the audit goes on without the baseline."""
+broken file, another schema, a file from the future or other hosts are one warning each, and the audit goes on
+without the baseline.
+
+What the file holds is checked field by field before any rule compares with it (``check_counters``): a host entry
+whose uptime or boot time is not a number, or that comes from after this audit's own reading, is not used at all (the
+host is judged as without a baseline: uncorrectable PCIe errors since boot, growth not judged); a counter that is not
+an integer from 0 to 2**64 - 1 is left out (not compared, as without a baseline). A damaged baseline never judges
+more leniently than none, and never makes a rule pass that compared nothing."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
 import json
+import math
 import os
 import stat
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER, finite
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import default
 
 KEY = "fabric_audit_baseline"
 WINDOW_KEY = "fabric_audit_window"
 WINDOW_MAX_S = 86400  # a day: longer than that is what an earlier audit's report is for
 TCP_BUDGET_KEY = "fabric_audit_max_tcp_retransmit_percent"
-DEFAULT_TCP_RETRANSMIT_PERCENT = 0.5
+DEFAULT_TCP_RETRANSMIT_PERCENT = default("fabric_audit_max_tcp_retransmit_percent")
 MAX_BYTES = 64 * 1024 * 1024  # report.json of a thousand hosts with their counters and findings fits many times over
 SCHEMA_VERSION = 1  # report.json's (reports/model.py REPORT_SCHEMA_VERSION)
+# A boot time that moved by more than this between readings is another boot (the clock's own steps are smaller); a
+# reading or a report time later than now by more than this comes from the future (another clock, a hand edit).
+BOOT_TIME_SLACK_S = 600
+MAX_UPTIME_S = 100 * 366 * 86400  # a century: more is no uptime
+MAX_EPOCH_S = 253402300799  # 9999-12-31T23:59:59Z: a boot time past it is no time
+# the sections of a counters reading the stability rules compare, each {key: {counter: int}}; aer is one level deeper
+COUNTER_SECTIONS = ("interfaces", "rdma", "nic_stats")
+AER_KINDS = ("correctable", "nonfatal", "fatal")
+TCP_COUNTERS = ("out_segs", "retrans_segs")
+SHOWN_PROBLEMS = 3  # per host, in its warning
+SHOWN_HOSTS = 20  # per file, one warning each; the rest in one line
 
 
 def baseline_path(value, key=KEY):
@@ -63,14 +86,16 @@ def percent_budget(value, key=TCP_BUDGET_KEY, default=DEFAULT_TCP_RETRANSMIT_PER
             number = float(value.strip())
         except ValueError:
             number = None
-    if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number <= 100:
+    if finite(number, 0, 100) is None:
         return default, ["%s: %r is not a percentage from 0 to 100" % (key, value)]
     return float(number), []
 
 
-def read_baseline(path):
+def read_baseline(path, now=None):
     """{"path", "generated_at", "counters": {host: counters}, "problem"}: ``problem`` is None, or what makes the
-    file unusable as a baseline (then ``counters`` is empty)."""
+    file unusable as a baseline (then ``counters`` is empty). ``now``: this audit's time (ISO 8601): a report
+    generated after it comes from the future. Each host's counters are as the file holds them: check_counters says
+    what of them can be used."""
     result = {"path": path, "generated_at": None, "counters": {}, "problem": None}
     try:
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -101,22 +126,202 @@ def read_baseline(path):
         result["problem"] = "not an audit report (report.json)"
         return result
     if report.get("schema_version") != SCHEMA_VERSION:
-        result["problem"] = "report schema %r, this audit reads %d" % (report.get("schema_version"), SCHEMA_VERSION)
+        result["problem"] = "report schema %s, this audit reads %d" % (
+            shown(report.get("schema_version")), SCHEMA_VERSION)
         return result
     counters = report.get("counters")
     if not isinstance(counters, dict):
         result["problem"] = "a report without counters (written before the counters were kept, or without them)"
         return result
     generated = report.get("generated_at")
-    result["generated_at"] = generated if isinstance(generated, str) else None
-    result["counters"] = dict((str(h), c) for h, c in counters.items() if isinstance(c, dict))
+    when = parse_time(generated)
+    if when is None:
+        result["problem"] = "a report whose generated_at %s is not a time (ISO 8601): when it was taken is unknown" % (
+            shown(generated))
+        return result
+    audit_time = parse_time(now)
+    if audit_time is not None and (when - audit_time).total_seconds() > BOOT_TIME_SLACK_S:
+        result["problem"] = "from the future: generated_at %s is after this audit's time (%s)" % (generated, now)
+        return result
+    result["generated_at"] = generated
+    result["counters"] = dict((str(h), c) for h, c in counters.items())
     return result
 
 
-def baseline_warnings(baselines, wanted):
-    """One warning per baseline file that cannot serve: unusable, or without some of the hosts that name it.
-    ``baselines``: {path: read_baseline(path)}; ``wanted``: {path: [hosts that name it]}."""
+def parse_time(text):
+    """An ISO 8601 time (report.json's generated_at) as an aware datetime (UTC when it names no zone), else None."""
+    if not isinstance(text, str) or not 10 <= len(text) <= 40:
+        return None
+    try:
+        value = datetime.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=datetime.timezone.utc)
+
+
+def shown(value):
+    """``value`` as a warning names it: short whatever it is (a 10**400 integer, a string of a megabyte, a list of a
+    million items or nested a thousand deep), in JSON's words (the file is JSON)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        if -10 ** 24 < value < 10 ** 24:
+            return str(value)
+        return "<%s%d-digit integer>" % ("negative " if value < 0 else "", int(value.bit_length() * math.log10(2) + 1))
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value[:40]) + ("... (%d characters)" % len(value) if len(value) > 40 else "")
+    if isinstance(value, (list, tuple)):
+        return "<list of %d item%s>" % (len(value), "" if len(value) == 1 else "s")
+    if isinstance(value, dict):
+        return "<object of %d key%s>" % (len(value), "" if len(value) == 1 else "s")
+    return "<%s>" % type(value).__name__
+
+
+def _counter(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNTER else None
+
+
+def _key(key):
+    """A section's key (an interface, a PCI address, an RDMA port) as a field path names it."""
+    key = key if isinstance(key, str) else str(key)
+    return key if len(key) <= 64 else key[:64] + "..."
+
+
+NOT_A_COUNTER = "is not a counter (an integer from 0 to 2**64-1)"
+
+
+def check_counters(before, now):
+    """What of one host's baseline counters ``before`` can be compared with this audit's ``now``.
+
+    Returns {"counters": the usable part (None: nothing, the host is judged as without a baseline), "host": [why the
+    host entry cannot be used], "fields": [a counter or section left out, and why]}. Each problem is text that names
+    the field and its value. Only what the stability rules read is kept; a value is looked at, never walked into, so
+    a deep or huge one costs nothing."""
+    result = {"counters": None, "host": [], "fields": []}
+    if not isinstance(before, dict):
+        result["host"].append("the host's entry %s is not an object of counters" % shown(before))
+        return result
+    up_before = finite(before.get("uptime_s"), 0, MAX_UPTIME_S)
+    if up_before is None:
+        result["host"].append("uptime_s %s is not a number of seconds from 0 to %d" % (
+            shown(before.get("uptime_s")), MAX_UPTIME_S))
+    boot_before = before.get("boot_time")
+    if boot_before is not None and finite(boot_before, 0, MAX_EPOCH_S) is None:
+        result["host"].append("boot_time %s is not a time in seconds since 1970 (0 to %d)" % (
+            shown(boot_before), MAX_EPOCH_S))
+    now = now if isinstance(now, dict) else {}
+    up = finite(now.get("uptime_s"), 0, MAX_UPTIME_S)
+    boot = finite(now.get("boot_time"), 0, MAX_EPOCH_S)
+    if up is None:
+        result["host"].append("this audit's own uptime_s %s is not a number of seconds: there is no window to judge "
+                              "growth over" % shown(now.get("uptime_s")))
+    if result["host"]:
+        return result
+    if boot is not None and boot_before is not None:
+        if boot_before - boot > BOOT_TIME_SLACK_S:
+            result["host"].append("boot_time %s is after this boot's (%s): the baseline comes from the future (a boot "
+                                  "that had not happened yet)" % (shown(boot_before), shown(boot)))
+        elif abs(boot - boot_before) <= BOOT_TIME_SLACK_S and up_before > up:
+            result["host"].append("uptime_s %s is larger than now (%s) on the same boot (boot_time %s): the baseline "
+                                  "comes from the future" % (shown(up_before), shown(up), shown(boot_before)))
+        elif (boot_before + up_before) - (boot + up) > BOOT_TIME_SLACK_S:
+            result["host"].append("its reading (boot_time %s + uptime_s %s) is after this audit's (%s + %s): the "
+                                  "baseline comes from the future" % (shown(boot_before), shown(up_before),
+                                                                      shown(boot), shown(up)))
+    if not result["host"] and up_before == up and (boot is None or boot_before is None
+                                                   or abs(boot - boot_before) <= BOOT_TIME_SLACK_S):
+        result["host"].append("the baseline holds the same reading as now (uptime_s %s): no time between them"
+                              % shown(up))
+    if result["host"]:
+        return result
+    clean = {"uptime_s": up_before, "boot_time": boot_before}
+    fields = result["fields"]
+    for name in COUNTER_SECTIONS:
+        section = before.get(name)
+        clean[name] = {}
+        if section is None:
+            continue
+        if not isinstance(section, dict):
+            fields.append("%s %s is not an object" % (name, shown(section)))
+            continue
+        for key, entry in section.items():
+            if entry is None:
+                continue
+            if not isinstance(entry, dict):
+                fields.append("%s.%s %s is not an object of counters" % (name, _key(key), shown(entry)))
+                continue
+            kept = {}
+            for counter, value in entry.items():
+                if name == "interfaces" and counter == "kind" or value is None:
+                    continue  # the kind is now's; a counter the kernel did not expose is not there
+                if _counter(value) is None:
+                    fields.append("%s.%s.%s %s %s" % (name, _key(key), _key(counter), shown(value), NOT_A_COUNTER))
+                    continue
+                kept[counter] = value
+            clean[name][key] = kept
+    clean["aer"] = {}
+    aer = before.get("aer")
+    if aer is not None and not isinstance(aer, dict):
+        fields.append("aer %s is not an object" % shown(aer))
+    for address, entry in (aer.items() if isinstance(aer, dict) else ()):
+        if entry is None:
+            continue
+        if not isinstance(entry, dict):
+            fields.append("aer.%s %s is not an object" % (_key(address), shown(entry)))
+            continue
+        kept = {}
+        for kind in AER_KINDS:
+            part = entry.get(kind)
+            if part is None:
+                continue
+            if not isinstance(part, dict):
+                fields.append("aer.%s.%s %s is not an object with a total" % (_key(address), kind, shown(part)))
+                continue
+            total = part.get("total")
+            if total is None:
+                continue
+            if _counter(total) is None:
+                fields.append("aer.%s.%s.total %s %s" % (_key(address), kind, shown(total), NOT_A_COUNTER))
+                continue
+            kept[kind] = {"total": total}
+        clean["aer"][address] = kept
+    tcp = before.get("tcp")
+    clean["tcp"] = None
+    if tcp is not None and not isinstance(tcp, dict):
+        fields.append("tcp %s is not an object" % shown(tcp))
+    elif isinstance(tcp, dict):
+        clean["tcp"] = {}
+        for counter in TCP_COUNTERS:
+            value = tcp.get(counter)
+            if value is not None and _counter(value) is None:
+                fields.append("tcp.%s %s %s" % (counter, shown(value), NOT_A_COUNTER))
+            elif value is not None:
+                clean["tcp"][counter] = value
+    result["counters"] = clean
+    return result
+
+
+def _listed(problems):
+    shown_ = problems[:SHOWN_PROBLEMS]
+    more = len(problems) - len(shown_)
+    return "; ".join(shown_) + (" (and %d more)" % more if more else "")
+
+
+def baseline_warnings(baselines, wanted, checked=None):
+    """One warning per baseline file that cannot serve (unusable, or without some of the hosts that name it), and
+    one per host whose entry or some of whose counters cannot be used (the first SHOWN_HOSTS of a file; the rest in
+    one line). ``baselines``: {path: read_baseline(path)}; ``wanted``: {path: [hosts that name it]}; ``checked``:
+    {path: {host: check_counters(...)}}."""
     warnings = []
+    checked = checked or {}
     for path in sorted(baselines):
         entry = baselines[path]
         if entry["problem"]:
@@ -128,4 +333,17 @@ def baseline_warnings(baselines, wanted):
             named = ", ".join(missing[:3]) + (" and %d more" % (len(missing) - 3) if len(missing) > 3 else "")
             warnings.append("%s: %s has no counters for %d host(s) (%s); they are judged without a baseline" % (
                 KEY, path, len(missing), named))
+        damaged = [(h, c) for h, c in sorted((checked.get(path) or {}).items()) if c["host"] or c["fields"]]
+        for host, check in damaged[:SHOWN_HOSTS]:
+            if check["host"]:
+                warnings.append("%s: %s, host %s: %s; %s is judged as without a baseline (uncorrectable PCIe errors "
+                                "since boot, growth not judged)" % (KEY, path, host, _listed(check["host"]), host))
+            else:
+                warnings.append("%s: %s, host %s: %s; these are judged as without a baseline (not compared; "
+                                "uncorrectable PCIe errors since boot)" % (KEY, path, host, _listed(check["fields"])))
+        rest = [h for h, _c in damaged[SHOWN_HOSTS:]]
+        if rest:
+            named = ", ".join(rest[:3]) + (" and %d more" % (len(rest) - 3) if len(rest) > 3 else "")
+            warnings.append("%s: %s holds fields that cannot be used for %d more host(s) (%s); each is judged as "
+                            "without a baseline where its fields cannot be used" % (KEY, path, len(rest), named))
     return warnings

@@ -11,22 +11,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_sides, nic_link
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 
 MAX_NAME = 64  # a device or interface name longer than this is cut (sysfs names are at most 15; GPU names ~40)
-LINK_FIELDS = ("generation", "width", "gbytes_per_s")
-LINK_BOUNDS = {"generation": (1, 16), "width": (1, 64), "gbytes_per_s": (0, 10000)}
 SPEED_MBPS_MAX = 100000000  # 100 Tbit/s
 MTU_MAX = 1 << 20
-
-
-def number_in(value, low, high):
-    """``value`` when it is a finite int or float (not a bool) within ``low``..``high``, else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value if low <= value <= high else None
 
 
 def utf8(text):
@@ -43,18 +33,8 @@ def _text(value):
 
 
 def _pcie(link):
-    """{"current": {generation, width, gbytes_per_s}, "max": {...}} of a link fact, the fields that are numbers; None
-    without any."""
-    if not isinstance(link, dict):
-        return None
-    found = {}
-    for side in ("current", "max"):
-        part = link.get(side)
-        if not isinstance(part, dict):
-            continue
-        values = dict((f, number_in(part.get(f), *LINK_BOUNDS[f])) for f in LINK_FIELDS)
-        if any(v is not None for v in values.values()):
-            found[side] = values
+    """A link fact as a report row carries it (pcie.link_sides): the sides with any field known; None without any."""
+    found = dict((side, values) for side, values in link_sides(link).items() if any(v is not None for v in values.values()))
     return found or None
 
 
@@ -68,7 +48,7 @@ def link_rows(facts_by_host):
         for gpu in facts.get("gpus") if isinstance(facts.get("gpus"), list) else []:
             if not isinstance(gpu, dict):
                 continue
-            index = number_in(gpu.get("index"), 0, 4096)
+            index = finite(gpu.get("index"), 0, 4096)
             address = _text(gpu.get("address"))
             name = ("gpu%d" % index) if isinstance(index, int) else address
             if not name:
@@ -81,9 +61,9 @@ def link_rows(facts_by_host):
             operstate = _text(nic.get("operstate"))
             nics.append({"host": host, "class": "nic", "device": _text(nic.get("name")), "kind": "nic",
                          "interface_kind": _text(nic.get("kind")), "address": _text(nic.get("address")),
-                         "speed_mbps": number_in(nic.get("speed_mbps"), 1, SPEED_MBPS_MAX),
-                         "mtu": number_in(nic.get("mtu"), 1, MTU_MAX), "operstate": operstate,
-                         "pcie": _pcie(nic.get("pci_link"))})
+                         "speed_mbps": finite(nic.get("speed_mbps"), 1, SPEED_MBPS_MAX),
+                         "mtu": finite(nic.get("mtu"), 1, MTU_MAX), "operstate": operstate,
+                         "pcie": _pcie(nic_link(nic))})
         seen = set()
         for row in sorted(gpus, key=lambda r: (r["device"], r["address"] or "")) + \
                 sorted(nics, key=lambda r: (r["device"], r["address"] or "")):

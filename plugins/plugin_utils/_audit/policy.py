@@ -122,6 +122,8 @@ def read_networks(value, key="fabric_networks"):
     The whole intent is validated by the network role's own validator (one set of rules and messages for
     the audit and the role); the checks get stdlib networks.
     """
+    if value is None:  # no intent (a captured server model, a node-local check): nothing to check, no netaddr needed
+        return {}, []
     from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import netaddr, validate_networks
     if netaddr is None:
         return {}, ["%s: checking the networks needs the netaddr Python library on the controller "

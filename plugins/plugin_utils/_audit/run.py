@@ -9,11 +9,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
 import os
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import switch_name, switch_port_name
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import (
-    WINDOW_KEY, baseline_path, baseline_warnings, percent_budget, read_baseline, window_seconds,
+    WINDOW_KEY, baseline_path, baseline_warnings, check_counters, percent_budget, read_baseline, window_seconds,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import evaluate_host, evaluate_inventory
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import observed
@@ -96,6 +96,7 @@ def run_audit(inputs, today, generated_at, version=None):
     logs = {}  # path -> what it holds: a log several hosts name (one multi-node run) is read once
     named_by = {}
     baselines, baseline_hosts = {}, {}  # path -> read_baseline(path); path -> hosts that name it
+    baseline_checks = {}  # path -> {host: check_counters(its entry, its counters now)}: what of it the rules can use
     window_missing = []  # (host, why) where fabric_audit_window has no first reading to compare with
     for host in sorted(inputs):
         for path in normalized[host][0]["nccl_log_files"]:
@@ -120,9 +121,11 @@ def run_audit(inputs, today, generated_at, version=None):
         path = expect["baseline_file"]
         if path:
             if path not in baselines:
-                baselines[path] = read_baseline(path)
+                baselines[path] = read_baseline(path, generated_at)
             baseline_hosts.setdefault(path, []).append(host)
             earlier = baselines[path]["counters"].get(host)
+            if earlier is not None and isinstance(facts, dict) and isinstance(facts.get("counters"), dict):
+                baseline_checks.setdefault(path, {})[host] = check_counters(earlier, facts["counters"])
             if earlier is not None:
                 expect["baseline"] = {"counters": earlier, "generated_at": baselines[path]["generated_at"]}
         elif expect["window_s"]:
@@ -146,7 +149,8 @@ def run_audit(inputs, today, generated_at, version=None):
                           cabling(dict((h, audited[h][0]) for h in audited)),
                           [row for h in sorted(audited) for row in nccl_choices(h, audited[h][0], audited[h][1])],
                           stability_rows(audited, row_errors))
-    report["policy_warnings"] = (policy_warnings(normalized, today) + baseline_warnings(baselines, baseline_hosts)
+    report["policy_warnings"] = (policy_warnings(normalized, today)
+                                 + baseline_warnings(baselines, baseline_hosts, baseline_checks)
                                  + window_warnings(window_missing) + row_errors)
     # each host's counters as read now: this report is the next audit's baseline
     report["counters"] = dict((h, audited[h][0].get("counters")) for h in sorted(audited)
@@ -200,13 +204,7 @@ def cabling(facts_by_host):
 
 
 def _ms(part, key):
-    value = part.get(key) if isinstance(part, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return value if math.isfinite(value) else None
-    except OverflowError:  # an int past a float's range
-        return None
+    return finite(part.get(key)) if isinstance(part, dict) else None
 
 
 def latency_row(latency):

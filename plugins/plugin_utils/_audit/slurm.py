@@ -11,13 +11,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
 import os
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._slurm import node_problem
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 
 DEFAULT_MAX_PERCENT = 10
-RUN_SETTINGS = ("fabric_slurm_drain", "fabric_slurm_host", "fabric_slurm_drain_max_percent", "fabric_slurm_conf")
+# one value for the run (the pre-flight refuses two); fabric_slurm_drain and fabric_slurm_node_name are each host's own
+RUN_SETTINGS = ("fabric_slurm_host", "fabric_slurm_drain_max_percent", "fabric_slurm_conf")
 _TRUE = ("true", "yes", "on", "1", "y", "t")
 _FALSE = ("false", "no", "off", "0", "n", "f", "")
 
@@ -33,23 +34,28 @@ def _flag(value, key):
 
 
 def settings(task_vars, hosts, hostvars):
-    """(settings, errors) of the run: None when fabric_slurm_drain is off; else {host_node: host -> Slurm node,
-    max_percent, conf}. Each error names the key, the value and the host. ``task_vars`` holds the run's settings
-    templated (the action templates them: an action plugin's task_vars are not), ``hostvars`` each host's."""
-    enabled, error = _flag(task_vars.get("fabric_slurm_drain"), "fabric_slurm_drain")
-    if error:
-        return None, [error]
-    if not enabled:
+    """(settings, errors) of the run: None when no host has fabric_slurm_drain on; else {host_node: host -> Slurm
+    node, for the hosts whose own fabric_slurm_drain is on, max_percent, conf}. Each error names the key, the value
+    and the host. ``task_vars`` holds the run's settings templated (the action templates them: an action plugin's
+    task_vars are not), ``hostvars`` each host's."""
+    errors, drained = [], []
+    for host in sorted(hosts):
+        enabled, error = _flag((hostvars.get(host) or {}).get("fabric_slurm_drain"), "fabric_slurm_drain")
+        if error:
+            errors.append("%s (host %s)" % (error, host))
+        elif enabled:
+            drained.append(host)
+    if errors:
+        return None, errors
+    if not drained:
         return None, []
-    errors = []
     percent = task_vars.get("fabric_slurm_drain_max_percent", DEFAULT_MAX_PERCENT)
     if isinstance(percent, str):
         try:
             percent = float(percent)
         except ValueError:
             pass
-    if isinstance(percent, bool) or not isinstance(percent, (int, float)) or math.isnan(percent) \
-            or not 0 < percent <= 100:
+    if finite(percent, high=100) is None or percent <= 0:
         errors.append("fabric_slurm_drain_max_percent: %r is not a percentage above 0, at most 100 (of the audited nodes "
                       "one run may drain)" % (percent,))
     conf = task_vars.get("fabric_slurm_conf")
@@ -61,7 +67,7 @@ def settings(task_vars, hosts, hostvars):
         errors.append("fabric_slurm_host: %r is not a host of the inventory (nor localhost): the host whose scontrol "
                       "drains and resumes" % (slurm_host,))
     host_node, seen = {}, {}
-    for host in sorted(hosts):
+    for host in drained:  # a node whose own fabric_slurm_drain is false is neither drained nor resumed
         name = (hostvars.get(host) or {}).get("fabric_slurm_node_name", host)
         if name is False or (isinstance(name, str) and name.lower() == "false"):
             continue  # a host that is no Slurm node (a head node audited with the rest; "false" from an INI inventory)

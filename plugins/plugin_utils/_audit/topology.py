@@ -5,8 +5,9 @@
 # Private to the gpuops.fabric collection: the API may change without notice.
 """Each audited host's PCIe/NUMA tree as the reports draw it (report.json's ``topology``, report.html's pictures):
 the GPUs, accelerators, NICs and NVMe drives, the bridges on their way up to the host bridge and NUMA node, each
-link's state (below its maximum, narrower than a device below it, healthy), the GPU-NIC pairs NCCL would use, and the
-ids of the findings on each device. Facts come from the nodes: values of the wrong type are left out."""
+link's state (pcie.link_verdict: below its maximum, capped by its slot, idle, healthy, not judged; or narrower than a
+device below it), the GPU-NIC pairs NCCL would use, and the ids of the findings on each device. Facts come from the
+nodes: values of the wrong type are left out."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,16 +15,16 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import _pcie, _text, number_in
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import BRIDGE_KINDS, ENDPOINT_KINDS, INTERNAL_KINDS
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_sides, link_verdict
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import _pcie, _text
 
-ENDPOINTS = ("gpu", "apu", "accelerator", "nic", "rdma", "nvme")
-BRIDGES = ("root_port", "switch_upstream", "switch_downstream", "other_bridge")
 # The link drawn above a device is the device's own (an endpoint's, a switch's upstream port's: sysfs gives both ends
-# of a link the same figures). A root port hangs off its host bridge and a switch's downstream port off its upstream
-# port, inside the chip: no link of their own there (their figures are those of the link below them).
-INTERNAL = ("root_port", "switch_downstream")
+# of a link the same figures); the internal kinds (model.INTERNAL_KINDS) have none of their own.
+ENDPOINTS, BRIDGES, INTERNAL = ENDPOINT_KINDS, BRIDGE_KINDS, INTERNAL_KINDS
 MAX_DEVICES = 256  # per host; a bigger tree is cut (devices nearest the endpoints first), and says so
-LINK_STATES = ("below", "narrower", "idle", "ok", "unknown")
+LINK_STATES = ("below", "narrower", "capped", "idle", "ok", "unknown")
 _TOKEN = re.compile(r"->|/|,|\s+")
 
 
@@ -32,15 +33,8 @@ def _tokens(subject):
 
 
 def _widths(link):
-    return (link or {}).get("current") or {}, (link or {}).get("max") or {}
-
-
-def _below_max(link):
-    current, best = _widths(link)
-    for field in ("width", "generation"):
-        if current.get(field) is not None and best.get(field) is not None and current[field] < best[field]:
-            return True
-    return False
+    sides = link_sides(link)
+    return sides["current"], sides["max"]
 
 
 def host_tree(facts, findings):
@@ -72,11 +66,11 @@ def host_tree(facts, findings):
         device = by_address[address]
         parent = device.get("parent") if isinstance(device.get("parent"), str) and device["parent"] in kept else None
         gpu = gpus.get(address) or {}
-        index = number_in(gpu.get("index"), 0, 4096)
+        index = finite(gpu.get("index"), 0, 4096)
         label = ("GPU%d" % index) if isinstance(index, int) else None
         devices[address] = {
             "address": address, "kind": _text(device.get("kind")) or "other", "parent": parent,
-            "host_bridge": _text(device.get("host_bridge")), "numa": number_in(device.get("numa_node"), 0, 4096),
+            "host_bridge": _text(device.get("host_bridge")), "numa": finite(device.get("numa_node"), 0, 4096),
             "label": label or (", ".join(sorted(names.get(address, []))[:3]) or None),
             "name": _text(device.get("name")), "link": _pcie(device.get("link")),
             "gpu_link_state": _text(gpu.get("link_state")), "findings": [], "state": "unknown"}
@@ -108,14 +102,15 @@ def host_tree(facts, findings):
 
 
 def _link_state(device, devices, children):
-    """below: the link runs under its own maximum (a GPU only when its facts say degraded: GPUs idle at a lower
-    generation); narrower: it runs narrower than an endpoint below it could use; idle: a GPU at a lower generation
-    while idle; ok; unknown: no link to judge (or a switch's internal port)."""
+    """The link's verdict (pcie.link_verdict, the one the PCIE rules give: below its own maximum and its slot's, idle,
+    capped by its slot, ok), and narrower: it runs narrower than an endpoint below it could use; unknown: no link to
+    judge (or a switch's internal port)."""
     if device["kind"] in INTERNAL or not device["link"]:
         return "unknown"
-    if device["gpu_link_state"] == "degraded":
-        return "below"
-    if device["kind"] not in ("gpu", "apu") and _below_max(device["link"]):
+    parent = devices.get(device["parent"]) if device["parent"] else None
+    slot = ((parent or {}).get("link") or {}).get("max")  # the port above: what PCIE-005 takes as the slot
+    verdict = link_verdict(device["kind"], device["link"], slot, device["gpu_link_state"])["verdict"]
+    if verdict == "below":
         return "below"
     current = _widths(device["link"])[0]
     if current.get("width") is not None:
@@ -127,9 +122,7 @@ def _link_state(device, devices, children):
                 best = _widths(below["link"])[1].get("width")
                 if best is not None and best > current["width"]:
                     return "narrower"
-    if device["gpu_link_state"] == "idle":
-        return "idle"
-    return "ok"
+    return verdict  # idle, capped, ok, or unknown (current and best not both known: not judged, as PCIE-005)
 
 
 def _device_names(facts, by_address):

@@ -9,13 +9,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._names import type_word
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import type_word, vlan_interface
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.addresses import host_addresses
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import key_path
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import (
     BACKENDS, check_ifname, netaddr, read_attachments, training_on_management, validate_bonds, validate_networks,
 )
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.variables import check_variables
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.variables import check_variables, network_variable
 
 
 def plan_host(host, hostvars, facts, index=None):
@@ -27,7 +27,7 @@ def plan_host(host, hostvars, facts, index=None):
     errors, warnings = [], []
     if netaddr is None:
         return None, ["the netaddr Python library is required on the controller (pip install netaddr)"], []
-    check_variables(hostvars, errors, warnings)
+    check_variables(hostvars, errors, warnings, only=network_variable)  # the pre-flight checks the rest
     networks = validate_networks(hostvars.get("fabric_networks"), errors)
     bonds = validate_bonds(hostvars.get("fabric_bonds"), facts, errors, warnings)
     attachments = read_attachments(hostvars.get("fabric_attachments"), errors)
@@ -78,7 +78,7 @@ def plan_host(host, hostvars, facts, index=None):
                                   "addresses": [], "routes": []}
         target = device
         if net["vlan"] is not None:
-            target = "%s.%d" % (device, net["vlan"])
+            target = vlan_interface(device, net["vlan"])  # validated: 1 to 4094
             if not check_ifname(target, "%s (VLAN interface %s)" % (where, target), errors):
                 continue
             if target in interfaces:

@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, network_problem
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, network_problem, VLAN_IDS, vlan_id
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int, key_path, mappings_in
 
 try:
@@ -141,8 +141,8 @@ def validate_networks(value, errors, key="fabric_networks", check_overlap=True, 
             item[skey], item[gkey] = subnet, gateway
         vlan = net.get("vlan")
         if vlan is not None:
-            if not is_int(vlan) or not 1 <= vlan <= 4094:
-                errors.append("%s.vlan: %r is outside 1..4094" % (where, vlan))
+            if vlan_id(vlan) is None:
+                errors.append("%s.vlan: %r is outside %d..%d" % ((where, vlan) + VLAN_IDS))
             else:
                 item["vlan"] = vlan
         mtu = net.get("mtu")

@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, vlan_interface
 
 
 def nic_by_name(facts, name):
@@ -87,7 +87,9 @@ def training_interface(hostvars):
                       % ", ".join(training)]
     vlan = networks[training[0]].get("vlan")
     device = attachments[training[0]]
-    name = "%s.%s" % (device, vlan) if vlan is not None else device
+    name = vlan_interface(device, vlan) if vlan is not None else device
+    if name is None:
+        return None, ["fabric_networks.%s.vlan: %r is not a VLAN id (1 to 4094)" % (training[0], vlan)]
     if ifname_problem(name):
         return None, ["fabric_attachments.%s: %r %s" % (training[0], name, ifname_problem(name))]
     return name, []

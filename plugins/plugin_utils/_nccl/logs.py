@@ -17,7 +17,9 @@ import os
 import re
 import stat
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import parse_nccl_log, read_lines
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import (
+    parse_nccl_log, read_blocks, split_lines,
+)
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
 
 KEY = "fabric_nccl_logs"
@@ -88,54 +90,53 @@ def _open(path):
     return io.open(fd, "rb"), info.st_size
 
 
-def _text(raw):
-    return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
+def _blocks(raw, first, limit, tally):
+    """``first`` (bytes already read), then blocks of the file up to ``limit`` bytes in all."""
+    if first:
+        yield first
+    yield from read_blocks(raw, limit - len(first), tally=tally)
 
 
-def _lines(raw, size):
-    """The file's lines (each bounded by read_lines): its first HEAD_BYTES and, of a larger file, its last
-    TAIL_BYTES."""
-    text = _text(raw)
-    read = 0
-    for line in read_lines(text):
-        read += len(line) + 1
-        yield line
-        if read >= HEAD_BYTES:
-            break
-    else:
-        return
+def _lines(raw, first, size, tally):
+    """The file's lines (each bounded by split_lines), read in blocks: the whole of a file up to HEAD_BYTES +
+    TAIL_BYTES (and no more, should it grow while read), else its first HEAD_BYTES and its last TAIL_BYTES, without
+    the line cut at either edge. Whatever the file holds (a line with no end, gigabytes of NUL bytes), at most
+    HEAD_BYTES + TAIL_BYTES are read: the time is bounded with the bytes."""
     if size <= HEAD_BYTES + TAIL_BYTES:
-        yield from read_lines(text)
+        yield from split_lines(_blocks(raw, first, HEAD_BYTES + TAIL_BYTES, tally))
         return
-    raw = text.detach()
+    yield from split_lines(_blocks(raw, first, HEAD_BYTES, tally), keep_last=False)
     raw.seek(size - TAIL_BYTES)
-    tail = read_lines(_text(raw))
-    next(tail, None)  # the tail starts inside a line
-    yield from tail
+    yield from split_lines(read_blocks(raw, TAIL_BYTES, tally=tally), skip_first=True)
 
 
 def read_log(path):
-    """One file: {"path", "kind": "log" or "topology_dump", "size", "truncated", "parsed" (a log), "facts" (a dump),
-    "error"}. Never raises: a file that cannot be read is an entry with its error."""
-    entry = {"path": path, "kind": "log", "size": None, "truncated": False, "parsed": None, "facts": None,
-             "error": None}
+    """One file: {"path", "kind": "log" or "topology_dump", "size", "truncated" (the middle of a large log was not
+    read), "skipped_bytes" (how much of it), "bytes_read", "parsed" (a log), "facts" (a dump), "error"}. Never raises:
+    a file that cannot be read is an entry with its error."""
+    entry = {"path": path, "kind": "log", "size": None, "truncated": False, "skipped_bytes": 0, "bytes_read": 0,
+             "parsed": None, "facts": None, "error": None}
     try:
         raw, size = _open(path)
     except (IOError, OSError) as exc:
         entry["error"] = "cannot read %s: %s" % (path, getattr(exc, "strerror", None) or exc)
         return entry
     entry["size"] = size
+    tally = [0]
     try:
         with raw:
-            head = raw.read(_SNIFF).decode("utf-8", "replace")
-            if re.search(r"^\s*<system[\s>]", head, re.M):
+            first = raw.read(min(_SNIFF, HEAD_BYTES))
+            tally[0] += len(first)
+            if re.search(r"^\s*<system[\s>]", first.decode("utf-8", "replace"), re.M):
                 entry["kind"] = "topology_dump"
                 return _dump(entry, path)
-            raw.seek(0)
             entry["truncated"] = size > HEAD_BYTES + TAIL_BYTES
-            entry["parsed"] = parse_nccl_log(_lines(raw, size))
+            entry["skipped_bytes"] = max(0, size - HEAD_BYTES - TAIL_BYTES)
+            entry["parsed"] = parse_nccl_log(_lines(raw, first, size, tally))
     except (IOError, OSError, ValueError) as exc:
         entry["error"] = "cannot read %s: %s" % (path, exc)
+    finally:
+        entry["bytes_read"] = tally[0]
     return entry
 
 

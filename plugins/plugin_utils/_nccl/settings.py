@@ -11,6 +11,7 @@ __metaclass__ = type
 
 import re
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, line_value, UnsafeValue
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import NEAR, is_near
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import (
     _below_vlans, ifname_matches, nic_by_name,
 )
@@ -21,7 +22,8 @@ MODES = ("tcp", "rdma")
 
 # nvidia-smi's path words to NCCL's: NCCL calls every path through a CPU's host bridge PHB.
 NCCL_PATH = {"PIX": "PIX", "PXB": "PXB", "PHB": "PHB", "NODE": "PHB", "SYS": "SYS"}
-PATH_ORDER = ("PIX", "PXB", "PHB", "SYS")
+PATH_ORDER = ("PIX", "PXB", "PHB", "SYS")  # NCCL_NET_GDR_LEVEL's words, nearest first
+GDR_DEFAULT = NEAR[-1]  # the farthest near path: NCCL's own default level, PXB
 
 
 # Variables NCCL documents (2.18-2.23 user guide, "Environment Variables"); others pass through with a warning.
@@ -195,17 +197,17 @@ def _gdr_level(facts, paths, notes, warnings):
         best = min((PATH_ORDER.index(NCCL_PATH[t]) for t in types if t in NCCL_PATH), default=None)
         if best is None:
             continue
-        if best > PATH_ORDER.index("PXB"):
+        if not is_near(PATH_ORDER[best]):
             warnings.append("GPU %s reaches its nearest HCA only through %s: GPUDirect RDMA stays off for it"
                             % (gpu, PATH_ORDER[best]))
         worst = best if worst is None else max(worst, best)
     if worst is None:
-        notes.append("NCCL_NET_GDR_LEVEL: PXB (no GPU to HCA paths in the facts; NCCL's usual default)")
-        return "PXB"
-    if worst > PATH_ORDER.index("PXB"):
-        notes.append("NCCL_NET_GDR_LEVEL: PXB; some GPU reaches its nearest HCA only through the CPU (%s), "
-                     "where GPUDirect RDMA does not pay" % PATH_ORDER[worst])
-        return "PXB"
+        notes.append("NCCL_NET_GDR_LEVEL: %s (no GPU to HCA paths in the facts; NCCL's usual default)" % GDR_DEFAULT)
+        return GDR_DEFAULT
+    if not is_near(PATH_ORDER[worst]):
+        notes.append("NCCL_NET_GDR_LEVEL: %s; some GPU reaches its nearest HCA only through the CPU (%s), "
+                     "where GPUDirect RDMA does not pay" % (GDR_DEFAULT, PATH_ORDER[worst]))
+        return GDR_DEFAULT
     notes.append("NCCL_NET_GDR_LEVEL: %s, the farthest of the GPU to nearest-HCA paths" % PATH_ORDER[worst])
     return PATH_ORDER[worst]
 

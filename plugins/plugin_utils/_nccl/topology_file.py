@@ -9,6 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import INTERNAL_KINDS
+
 
 # ---- NCCL topology XML (opt-in: NCCL_TOPO_FILE) ----------------------------------------------------------
 def _cpumask(cpulist):
@@ -35,9 +37,9 @@ def topology_xml(facts):
     children = {}
     for dev in pci.values():
         parent = dev.get("parent")
-        while parent in pci and pci[parent]["kind"] in ("root_port", "switch_downstream"):
+        while parent in pci and pci[parent]["kind"] in INTERNAL_KINDS:
             parent = pci[parent].get("parent")
-        if dev["kind"] in ("root_port", "switch_downstream"):
+        if dev["kind"] in INTERNAL_KINDS:
             continue
         children.setdefault(parent if parent in pci else None, []).append(dev["address"])
     gdr = "1" if (facts.get("kernel_modules") or {}).get("nvidia_peermem") or \

@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import default
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import nic_by_name, ports_under
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ethernet_goodput
 
@@ -85,7 +86,7 @@ def bounded(hosts, switch_of=None):
     return unique
 
 
-def plan(hosts, switch_of=None, all_pairs_max=32):
+def plan(hosts, switch_of=None, all_pairs_max=default("fabric_probe_all_pairs_max")):
     """The plan for an inventory: all pairs up to ``all_pairs_max`` hosts, else the bounded plan."""
     hosts = sorted(set(str(h) for h in hosts))
     kind = "all_pairs" if len(hosts) <= all_pairs_max else "bounded"
@@ -168,8 +169,9 @@ def _iface_mtu(facts, iface):
     return (nic_by_name(facts, iface) or {}).get("mtu")
 
 
-def targets(inputs, throughput_roles=("training", "storage"), networks=None, all_pairs_max=32, port=5201,
-            min_fraction=0.8, repeat=1):
+def targets(inputs, throughput_roles=tuple(default("fabric_probe_throughput_roles")), networks=None,
+            all_pairs_max=default("fabric_probe_all_pairs_max"), port=default("fabric_probe_port"),
+            min_fraction=default("fabric_probe_min_fraction"), repeat=default("fabric_probe_repeat")):
     """Probe targets for an inventory.
 
     ``inputs``: {host: {"facts": gpuops_fabric facts, "networks": {name: validated network}, "attachments": {},

@@ -21,7 +21,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import nic_by_name, ports_under
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import path_rank
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_sides, nic_link, path_rank
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import (
     allreduce_time, ethernet_goodput, ModelError, path_bottleneck,
 )
@@ -36,9 +36,14 @@ def _path(facts, gpu, nic_address):
     return None
 
 
+def _slot(link):
+    """The usable GB/s of a link fact's current side (pcie.link_sides), None when not known."""
+    return link_sides(link)["current"]["gbytes_per_s"]
+
+
 def _gpu_side(gpu, path, own, socket_gbytes):
     """Segments from the GPU to the NIC's slot: GPU link, upstream links, socket crossing."""
-    segments = [{"name": "GPU link", "gbytes_per_s": ((gpu.get("link") or {}).get("current") or {}).get("gbytes_per_s")}]
+    segments = [{"name": "GPU link", "gbytes_per_s": _slot(gpu.get("link"))}]
     upstream = [link["gbytes_per_s"] for link in (path or {}).get("links") or []
                 if link["device"] not in own and link.get("gbytes_per_s") is not None]
     if upstream:
@@ -83,13 +88,13 @@ def node_paths(facts, mode="tcp", interface=None, mtu=1500, socket_gbytes=None):
             own = (gpu["address"], port["address"])
             gpu_side = _gpu_side(gpu, path, own, socket_gbytes)
             segments = gpu_side + [
-                {"name": "NIC slot", "gbytes_per_s": ((port.get("pci_link") or {}).get("current") or {}).get("gbytes_per_s")},
+                {"name": "NIC slot", "gbytes_per_s": _slot(nic_link(port))},
                 {"name": "NIC line rate", "gbytes_per_s": _line_rate(port, mode, mtu, facts)}]
             rows.append(_row(gpu, port["name"], path, segments))
         iface = nic_by_name(facts, interface)
         under = nic_by_name(facts, iface["vlan"]["parent"]) if iface.get("vlan") else iface
         network = ethernet_goodput(under["speed_mbps"], mtu) / 8.0 if under.get("speed_mbps") else None
-        slots = [((p.get("pci_link") or {}).get("current") or {}).get("gbytes_per_s") for p in ports]
+        slots = [_slot(nic_link(p)) for p in ports]
         gpu_side = [r["gpu_side_gbytes_per_s"] for r in rows]
         node = path_bottleneck([
             {"name": "NIC line rate", "gbytes_per_s": network},
@@ -108,10 +113,10 @@ def node_paths(facts, mode="tcp", interface=None, mtu=1500, socket_gbytes=None):
                 raise ModelError("facts: GPU %s has no RDMA NIC near it" % gpu["address"])
             address = near[0]
             path = _path(facts, gpu, address)
-            nic = pci.get(address) or {"address": address, "name": rdma_pci[address], "pci_link": None}
+            nic = pci.get(address) or {"address": address, "name": rdma_pci[address], "link": None}
             own = (gpu["address"], address)
             segments = _gpu_side(gpu, path, own, socket_gbytes) + [
-                {"name": "NIC slot", "gbytes_per_s": ((nic.get("pci_link") or {}).get("current") or {}).get("gbytes_per_s")},
+                {"name": "NIC slot", "gbytes_per_s": _slot(nic_link(nic))},
                 {"name": "NIC line rate", "gbytes_per_s": _line_rate(nic, mode, mtu, facts)}]
             rows.append(_row(gpu, rdma_pci[address], path, segments))
             rail = rails.setdefault(rdma_pci[address], {

@@ -85,3 +85,53 @@ def test_topology_relations_are_held_against_the_facts(roots):
     assert [(r["nic"], r["nvidia_smi"], r["facts"], r["same"]) for r in result["relations"]] == [
         ("mlx5_0", "PIX", "PIX", True), ("mlx5_1", "PIX", "PXB", False)]
     assert result["mismatches"] == ["0000:15:00.0 <-> mlx5_1: facts PXB, nvidia-smi topo -m PIX"]
+
+
+REAL = os.path.join(REPO, "tests", "fixtures", "realdata", "gpu-check-h200-vm")
+
+
+def test_the_real_h200_run_replays(tmp_path, capsys):
+    """The device machine's own run (tests/fixtures/realdata/gpu-check-h200-vm, PROVENANCE.md): one H200 passed through
+    to a VM, facts gathered live with NVML. Replayed, the facts agree with nvidia-smi (bus id, Gen5 x16 now and at
+    best, P0), NCCL's log is read (socket transport over eth0 after NET/IB found no device) and the audit of a host
+    without a network intent runs without netaddr's help."""
+    out = str(tmp_path / "out")
+    status = gpu_check.main(["--out", out, "--replay", REAL, "--host", "vm"])
+    result = json.load(open(os.path.join(out, "check.json")))
+    assert status == 0, result
+    assert result["problems"] == []
+    (gpu,) = result["comparison"]["gpus"]
+    assert gpu["gpu"] == "0000:00:06.0" and gpu["in_facts"]
+    checks = gpu["checks"]
+    assert checks["generation.max"] == {"facts": 5, "nvidia_smi": 5, "same": True, "volatile": False}
+    assert checks["width.current"]["facts"] == checks["width.current"]["nvidia_smi"] == 16
+    assert checks["performance_state"]["same"] is True
+    assert result["comparison"]["mismatches"] == []
+    assert result["nccl_log"]["hosts"] == ["vm"]
+    assert "1 GPU(s) compared, 0 relation(s), 0 mismatch(es)" in capsys.readouterr().out
+
+
+def test_the_real_copy_bandwidth_is_below_the_link():
+    """The capture's host <-> GPU copies through the Gen5 x16 link: below its 63.0 GB/s, above 80% of it at 1 GiB."""
+    with open(os.path.join(REAL, "facts.json")) as handle:
+        link = json.load(handle)["gpus"][0]["link"]["max"]["gbytes_per_s"]
+    with open(os.path.join(REAL, "extras", "copy-bw.json")) as handle:
+        copies = json.load(handle)
+    largest = max(copies["sizes"], key=lambda row: row["bytes"])
+    for way in ("h2d_GBps", "d2h_GBps"):
+        assert 0.8 * link < largest[way] < link, (way, largest[way], link)
+
+
+def test_extras_are_captured_on_this_machine(tmp_path):
+    """--extras on a machine without a GPU (this one): each step says how it ended in extras.json, none stops the
+    others, and the PCI attribute files above this machine's NICs land in a tarball (sysfs names hold colons)."""
+    import tarfile
+    done = gpu_check.capture_extras(str(tmp_path))
+    extras = tmp_path / "extras"
+    assert set(json.loads((extras / "extras.json").read_text())) == set(
+        [name for _argv, name in gpu_check.EXTRAS] + ["copy-bw.json", "pci-sysfs.tar.gz"])
+    with tarfile.open(str(extras / "pci-sysfs.tar.gz")) as archive:
+        names = archive.getnames()
+    classes = [n for n in names if n.endswith("/class")]
+    assert done["pci-sysfs.tar.gz"] != "0 files" and classes, names
+    assert all(n.startswith("sys/devices/pci") for n in names if n != "sys" and n != "sys/devices")

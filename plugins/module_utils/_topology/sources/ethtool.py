@@ -19,6 +19,7 @@ import re
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
 
+MAX_BYTES = 1 << 20  # of ethtool's output looked at: one port's settings are a few KiB
 _MODE = re.compile(r"^(\d+)base([A-Za-z0-9_]+)/(Full|Half)$")
 _PORTS = {"twisted pair": "twisted_pair", "direct attach copper": "direct_attach", "fibre": "fibre",
           "mii": "mii", "other": "other", "none": "none", "aui": "other", "bnc": "other", "da": "direct_attach"}
@@ -48,7 +49,7 @@ def parse(text):
     result = {"name": None, "supported_modes": [], "advertised_modes": [], "partner_modes": [], "supported_ports": [],
               "speed_mbps": None, "duplex": None, "autoneg": None, "port": None, "link": None}
     current = None
-    for raw in text.splitlines():
+    for raw in text[:MAX_BYTES].splitlines():
         line = raw.strip()
         if not line:
             continue

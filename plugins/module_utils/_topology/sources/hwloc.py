@@ -175,9 +175,9 @@ def _hwloc_osdev(topo, obj, parent_pci, bitflag_osdev):
         is_net = bool(flags & _HWLOC3_NETWORK) and not is_rdma
         is_gpu_type = bool(flags & (_HWLOC3_GPU | _HWLOC3_COPROC))
     else:
-        kind = _HWLOC2_OSDEV.get(raw_type)
-        is_rdma, is_net = kind == "openfabrics", kind == "network"
-        is_gpu_type = kind in ("gpu", "coproc")
+        osdev = _HWLOC2_OSDEV.get(raw_type)  # hwloc's own words for an OS device, not the facts' kinds
+        is_rdma, is_net = osdev == "openfabrics", osdev == "network"
+        is_gpu_type = osdev in ("gpu", "coproc")
     infos = dict((i.get("name"), i.get("value")) for i in obj.findall("info"))
     if is_gpu_type and parent_pci in topo.pci and _osdev_computes(obj, raw_type, bitflag_osdev, name, infos):
         # A display-class function (VGA 0x0300 from a vendor the classifier does not know, an AMD

@@ -127,8 +127,19 @@ def _neighbour(body):
     }
 
 
+MAX_BYTES = 16 * 1024 * 1024  # of lldpctl's output: a node's neighbours are a few KiB each
+
+
+def _bounded(text):
+    if len(text) > MAX_BYTES:
+        raise LldpError("lldpctl printed more than %d MiB" % (MAX_BYTES >> 20))
+    return text
+
+
 def parse(text):
-    """{local port: [neighbour, ...]} from lldpctl's JSON (json0 or json). Raises LldpError on text that is not."""
+    """{local port: [neighbour, ...]} from lldpctl's JSON (json0 or json). Raises LldpError on text that is not, or
+    that is larger than MAX_BYTES."""
+    text = _bounded(text)
     try:
         data = json.loads(text) if text.strip() else {}
     except ValueError as exc:
@@ -157,7 +168,7 @@ _KV_ID_TYPES = ("mac", "ifname", "local", "ip", "ifalias")
 
 
 def _kv_lines(text):
-    for raw in text.splitlines():
+    for raw in _bounded(text).splitlines():
         key, sep, value = raw.partition("=")
         if not sep or not key.startswith("lldp."):
             if raw.strip():

@@ -14,7 +14,25 @@ __metaclass__ = type
 import re
 
 MAX_LINES = 200000
+MAX_BYTES = 32 * 1024 * 1024  # of an output looked at, before it is split into lines (nvidia-smi -q: ~20 KiB a GPU)
 MAX_DEVICES = 256
+# str.splitlines()'s line ends, found one at a time: a runaway output is never split whole
+_LINE_END = re.compile(u"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _lines(text):
+    """The first MAX_LINES lines of the first MAX_BYTES of ``text``, as text.splitlines() gives them."""
+    text = (text or "")[:MAX_BYTES]
+    start = count = 0
+    for match in _LINE_END.finditer(text):
+        if count >= MAX_LINES:
+            return
+        yield text[start:match.start()]
+        start, count = match.end(), count + 1
+    if start < len(text) and count < MAX_LINES:
+        yield text[start:]
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;]{0,20}m")
 _QUOTE = re.compile(r"^(?:> ?)+")
 _GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
@@ -46,7 +64,7 @@ def parse_smi_query(text):
     "width": {"max", "current"}}] per GPU block, in the order printed. ``max`` is what the GPU and its slot allow,
     ``device_max`` (newer drivers) the GPU's own."""
     gpus, current, path = [], None, []
-    for raw in (text or "").splitlines()[:MAX_LINES]:
+    for raw in _lines(text):
         line = _clean(raw)
         gpu = _GPU.match(line.strip())
         if gpu:
@@ -104,7 +122,7 @@ def parse_topo_matrix(text):
     X, NV#, PIX, PXB, PHB, NODE, SYS (SOC, the older drivers' word, as SYS) and PXN; an odd cell is left out. The
     columns are the header's, by position, up to "CPU Affinity" (older drivers name RDMA devices there)."""
     out = {"columns": [], "rows": {}, "cpu_affinity": {}, "numa_affinity": {}, "nic_legend": {}}
-    for raw in (text or "").splitlines()[:MAX_LINES]:
+    for raw in _lines(text):
         line = _clean(raw)
         stripped = line.strip()
         legend = re.match(r"^(NIC\d{1,3})\s*:\s*(\S{1,64})$", stripped)

@@ -3,19 +3,22 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""report.html: one self-contained page (no external resources), with the cabling picture."""
+"""report.html: one self-contained page (no external resources), with the cabling picture. A character XML 1.0
+forbids (a control character in a host name) is written as a visible escape (model.xml_safe), so the inline SVG
+reads as XML too."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from html import escape
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.topology_svg import (
     CSS as TOPOLOGY_CSS, topology_svg,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
     NCCL_COLUMNS, STABILITY_COLUMNS, THROUGHPUT_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells,
-    peer_label, stability_cells, throughput_cells, worst_severity,
+    peer_label, stability_cells, throughput_cells, worst_severity, xml_safe,
 )
 
 _CSS = """
@@ -142,7 +145,7 @@ def render_html(report):
             esc(rule["id"]), esc(rule["title"]), esc(rule["severity"]), esc(rule["description"]),
             esc(rule["remediation"])))
     out += ["</tbody></table>", "</body></html>"]
-    return "\n".join(out) + "\n"
+    return xml_safe("\n".join(out) + "\n")  # every text and attribute: no character XML 1.0 forbids
 
 
 MAX_TREES = 64  # hosts drawn, most fail findings first; the rest are in report.json's topology
@@ -210,7 +213,7 @@ def cabling_svg(rows):
 
 
 def _ms(value):
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+    return finite(value, low=0)
 
 
 def latency_svg(rows):

@@ -12,12 +12,13 @@ __metaclass__ = type
 from xml.etree import ElementTree
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
-    THROUGHPUT_COLUMNS, nccl_lines, stability_lines, throughput_cells,
+    THROUGHPUT_COLUMNS, nccl_lines, stability_lines, throughput_cells, xml_safe,
 )
 
 
 def render_junit(report):
-    """One testsuite per host, one testcase per host x rule: fail findings fail the case."""
+    """One testsuite per host, one testcase per host x rule: fail findings fail the case. A character XML 1.0
+    forbids (a control character in a host name) is written as a visible escape (model.xml_safe)."""
     suites = ElementTree.Element("testsuites", name="gpuops.fabric audit")
     by_case = {}
     for f in report["findings"]:
@@ -98,4 +99,4 @@ def render_junit(report):
             totals[key] += value
     for key, value in totals.items():
         suites.set(key, str(value))
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode") + "\n"
+    return xml_safe('<?xml version="1.0" encoding="UTF-8"?>\n' + ElementTree.tostring(suites, encoding="unicode") + "\n")

@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
     NCCL_COLUMNS, STABILITY_COLUMNS, THROUGHPUT_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells,
-    stability_cells, throughput_cells,
+    stability_cells, throughput_cells, xml_safe,
 )
 
 
@@ -86,4 +86,6 @@ def render_markdown(report):
     for rule in report["rules"]:
         lines += ["### %s %s (%s)" % (rule["id"], rule["title"], rule["severity"]), "", rule["description"], "",
                   "Fix: " + rule["remediation"], ""]
-    return "\n".join(lines) + "\n"
+    # control characters (a host name's ESC or BEL from a dynamic inventory) written as visible escapes, as in the
+    # JUnit and HTML reports: a terminal or viewer showing report.md is not driven by them
+    return xml_safe("\n".join(lines) + "\n")

@@ -9,6 +9,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import SEVERITY_RANK
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import duration
@@ -65,12 +68,8 @@ THROUGHPUT_COLUMNS = ("host", "peer", "network", "Gbit/s", "expected", "retransm
 
 
 def _figure(value, fmt="%.3g"):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return fmt % value
-    except OverflowError:  # an int past a float's range
-        return None
+    value = finite(value)
+    return None if value is None else fmt % value
 
 
 def peer_label(row):
@@ -130,6 +129,25 @@ def stability_lines(row):
 REPORT_SCHEMA_VERSION = 1
 LINE_WIDTH = 280  # the longest console line of a finding (printed, with its indent, under 300); reports: full text
 ELLIPSIS = "\u2026"
+
+
+# What XML 1.0 cannot carry (its Char production): the control characters but tab, newline and carriage return, lone
+# surrogates (bytes read with surrogateescape), U+FFFE and U+FFFF; with them DEL and the C1 controls, which HTML counts
+# as parse errors. A host name from a dynamic inventory can hold any of them.
+_NOT_XML = re.compile(u"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+
+
+def _visible(match):
+    code = ord(match.group())
+    return u"\\x%02x" % code if code < 0x100 else u"\\u%04x" % code
+
+
+def xml_safe(text):
+    """``text`` (a whole JUnit or HTML document, or a piece of one) with each character XML 1.0 forbids written as a
+    visible escape: U+0001 as the four characters \\x01, U+FFFE as \\ufffe. Run over a rendered document it reaches
+    every attribute value and text node, so the file is well-formed whatever a host name, subject, message or
+    evidence holds."""
+    return _NOT_XML.sub(_visible, text)
 
 
 def clip(text, width=LINE_WIDTH):

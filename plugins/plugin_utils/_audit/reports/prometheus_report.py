@@ -13,9 +13,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
+import os
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import SEVERITIES
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import number_in, utf8
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import utf8
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.stab import STABILITY_COUNTS
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import HOST_STATES
 
@@ -88,15 +90,15 @@ def _samples(report):
 
     summary = report.get("summary") or {}
     for state in HOST_STATES:
-        put("gpuops_fabric_hosts", [("status", state)], number_in(summary.get(state), 0, COUNT_MAX) or 0)
+        put("gpuops_fabric_hosts", [("status", state)], finite(summary.get(state), 0, COUNT_MAX) or 0)
     for host in report.get("hosts") or []:
         name = host.get("name")
         put("gpuops_fabric_host_status", [("host", name), ("status", host.get("status"))], 1)
         if host.get("status") == "audited":
             for severity in SEVERITIES:
                 put("gpuops_fabric_host_findings", [("host", name), ("severity", severity)],
-                    number_in((host.get("counts") or {}).get(severity), 0, COUNT_MAX) or 0)
-            put("gpuops_fabric_host_findings_waived", [("host", name)], number_in(host.get("waived"), 0, COUNT_MAX) or 0)
+                    finite((host.get("counts") or {}).get(severity), 0, COUNT_MAX) or 0)
+            put("gpuops_fabric_host_findings_waived", [("host", name)], finite(host.get("waived"), 0, COUNT_MAX) or 0)
     per_rule = {}
     for finding in report.get("findings") or []:
         if finding.get("waived"):
@@ -130,16 +132,16 @@ def _samples(report):
         if not basis:
             continue
         labels = [("host", host), ("basis", basis[0])]
-        window = number_in(row.get("window_s"), 0, COUNT_MAX)
+        window = finite(row.get("window_s"), 0, COUNT_MAX)
         put("gpuops_fabric_stability_window_seconds", labels, window)
         counts = row.get("counts") or {}
         for counter in STABILITY_COUNTS:
-            count = number_in(counts.get(counter), 0, COUNT_MAX)
+            count = finite(counts.get(counter), 0, COUNT_MAX)
             put("gpuops_fabric_stability_growth", labels + [("counter", counter)], count)
             # from the count and the window (the section's per-hour figures are rounded for people)
             put("gpuops_fabric_stability_rate_per_second", labels + [("counter", counter)],
                 count / float(window) if count is not None and window else None)
-        percent = number_in(row.get("tcp_retransmit_percent"), 0, 100)
+        percent = finite(row.get("tcp_retransmit_percent"), 0, 100)
         put("gpuops_fabric_tcp_retransmit_ratio", labels, None if percent is None else percent / 100.0)
     return found
 
@@ -156,3 +158,21 @@ def render_prometheus(report):
         for labels in sorted(found[name]):
             lines.append(_sample(name, labels, found[name][labels]))
     return "\n".join(lines) + "\n"
+
+
+def textfile_dir_problem(path):
+    """None, or why the folder ``path`` (fabric_prometheus_textfile_dir) must not be written to: it is a symbolic
+    link, or a link on its way makes it resolve somewhere other than its own path (a textfile folder pointed at
+    /etc would have the audit replace a file there). The message names the path and where it leads. A symbolic link
+    named gpuops_fabric.prom inside the folder is no problem: write_atomic replaces the link, never writes through
+    it."""
+    if not isinstance(path, str) or not path or "\0" in path:
+        return "%r is not a path" % (path,)
+    absolute = os.path.normpath(os.path.abspath(path))
+    if os.path.islink(absolute):
+        return "%r is a symbolic link (to %r): name the folder itself, not a link to it" % (
+            path, os.readlink(absolute))
+    real = os.path.realpath(absolute)
+    if real != absolute:
+        return "%r resolves to %r through a symbolic link on its way: name the folder by its own path" % (path, real)
+    return None

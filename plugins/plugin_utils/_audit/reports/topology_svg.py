@@ -13,20 +13,28 @@ __metaclass__ = type
 
 from html import escape
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
+    KIND_ACCELERATOR, KIND_GPU, KIND_NIC, KIND_NVME, KIND_OTHER, KIND_OTHER_BRIDGE, KIND_RDMA, KIND_ROOT_PORT,
+    KIND_SWITCH_DOWN, KIND_SWITCH_UP,
+)
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import xml_safe
+
 COLUMN, BOX_W, BOX_H, ROW = 230, 210, 22, 28
-KIND_WORDS = {"root_port": "root port", "switch_upstream": "switch", "switch_downstream": "switch port",
-              "other_bridge": "bridge", "gpu": "GPU", "apu": "APU", "accelerator": "accelerator", "nic": "NIC",
-              "rdma": "RDMA NIC", "nvme": "NVMe"}
+KIND_WORDS = {KIND_ROOT_PORT: "root port", KIND_SWITCH_UP: "switch", KIND_SWITCH_DOWN: "switch port",
+              KIND_OTHER_BRIDGE: "bridge", KIND_GPU: "GPU", KIND_ACCELERATOR: "accelerator", KIND_NIC: "NIC",
+              KIND_RDMA: "RDMA NIC", KIND_NVME: "NVMe", KIND_OTHER: "device"}
 STATE_WORDS = {"below": "below its maximum", "narrower": "narrower than a device below it",
-               "idle": "GPU idle at a lower generation", "ok": "healthy", "unknown": "not judged"}
-LEGEND = ("below", "narrower", "idle", "ok")
+               "capped": "at what its slot allows, below the card's best",
+               "idle": "idle at a lower generation", "ok": "healthy", "unknown": "not judged"}
+LEGEND = ("below", "narrower", "capped", "idle", "ok")
 CSS = """
 svg.topology{font:11px system-ui,sans-serif;background:#fff}
-svg.topology rect{fill:#f7f7f7;stroke:#888}svg.topology g.kind-gpu rect,svg.topology g.kind-apu rect{fill:#e8f1e0}
+svg.topology rect{fill:#f7f7f7;stroke:#888}svg.topology g.kind-gpu rect,svg.topology g.kind-accelerator rect{fill:#e8f1e0}
 svg.topology g.kind-nic rect,svg.topology g.kind-rdma rect{fill:#e3ecf8}svg.topology g.numa rect{fill:#efe7f5}
 svg.topology g.has-fail rect{stroke:#b00020;stroke-width:2}svg.topology g.has-warn rect{stroke:#a05a00;stroke-width:2}
 svg.topology path.link{fill:none;stroke-width:3}svg.topology .state-ok{stroke:#3a8a3a}
 svg.topology .state-below{stroke:#b00020}svg.topology .state-narrower{stroke:#d07000}
+svg.topology .state-capped{stroke:#a08000}
 svg.topology .state-idle{stroke:#8aa0b8;stroke-dasharray:4 3}svg.topology .state-unknown{stroke:#bbb;stroke-width:1.5}
 svg.topology path.nccl{fill:none;stroke:#2456c8;stroke-width:1.5;stroke-dasharray:5 3}
 svg.topology text.finding{fill:#b00020;font-weight:bold}svg.topology text.finding.warn{fill:#a05a00}
@@ -162,4 +170,4 @@ def topology_svg(host, tree):
     if tree.get("cut"):
         out.append('<text x="10" y="%d">%d more bridges and devices not drawn</text>' % (height - 8, tree["cut"]))
     out.append("</svg>")
-    return "".join(out)
+    return xml_safe("".join(out))

@@ -9,8 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import ports_under
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable
 
@@ -39,12 +39,8 @@ def runs_said(entries, count=None):
 
 def goodput(value):
     """A measured goodput (Gbit/s): a finite number from 0, else None (hand-set or corrupt host variables)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return float(value) if math.isfinite(value) and value >= 0 else None
-    except OverflowError:
-        return None
+    value = finite(value, low=0)
+    return None if value is None else float(value)
 
 
 def median(values):
@@ -82,7 +78,8 @@ def _attached(ctx):
 
 def duration(seconds):
     """A span for a message: 45 s, 12 min, 3.5 h; None for what is not a number of seconds."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or math.isnan(seconds):
+    seconds = finite(seconds)
+    if seconds is None:
         return None
     if seconds < 120:
         return "%d s" % round(max(seconds, 0))

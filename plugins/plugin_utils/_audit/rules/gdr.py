@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import is_near
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule
 
 # ---- GPUDirect RDMA ---------------------------------------------------------------------------------
@@ -82,7 +83,7 @@ def gdr_acs(ctx):
     checked = 0
     for gpu in ctx.facts["gpus"]:
         for near in gpu.get("nearest_nics") or []:
-            if near["type"] not in ("PIX", "PXB"):
+            if not is_near(near["type"]):
                 continue  # only a shared switch gives GPU<->NIC peer-to-peer below the root complex
             nic = pci.get(near["nic"])
             if nic is None:
@@ -149,7 +150,7 @@ def gdr_iommu(ctx):
     options = ((ctx.facts.get("gpudirect") or {}).get("iommu") or {}).get("options") or {}
     translated, judged = {}, 0
     for gpu in ctx.facts["gpus"]:
-        nics = [n["nic"] for n in gpu.get("nearest_nics") or [] if n["type"] in ("PIX", "PXB")]
+        nics = [n["nic"] for n in gpu.get("nearest_nics") or [] if is_near(n["type"])]
         if not nics:
             continue  # no NIC beside it: NCCL does not use GPUDirect RDMA through the CPU by default
         judged += 1
@@ -188,7 +189,7 @@ def gdr_payload(ctx):
         mine = (pci.get(gpu["address"]) or {}).get("pcie_control") or {}
         for near in gpu.get("nearest_nics") or []:
             theirs = (pci.get(near["nic"]) or {}).get("pcie_control") or {}
-            if near["type"] not in ("PIX", "PXB") or not (mine.get("readable") and theirs.get("readable")):
+            if not is_near(near["type"]) or not (mine.get("readable") and theirs.get("readable")):
                 continue
             judged += 1
             odd = []

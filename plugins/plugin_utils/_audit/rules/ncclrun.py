@@ -14,7 +14,7 @@ import ipaddress
 import re
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import host_view
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import path_rank
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import is_near, path_rank
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import active_rdma_ports
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.gdr import (
     IOMMU_TRANSLATING, dmabuf_state, p2p_bridges,
@@ -28,7 +28,6 @@ PROBE_SOURCE = "nccl-tests probe"
 PER_HOST_SETTINGS = frozenset(("NCCL_SOCKET_IFNAME", "NCCL_IB_GID_INDEX", "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE",
                                "NCCL_TOPO_DUMP_FILE_RANK", "NCCL_HOSTID", "NCCL_COMM_ID", "NCCL_GRAPH_DUMP_FILE",
                                "NCCL_GRAPH_FILE", "NCCL_CONF_FILE"))
-NEAR = ("PIX", "PXB")  # a GPU and a NIC below one PCIe switch: where GPUDirect RDMA pays
 
 
 # ---- what NCCL said on this host --------------------------------------------------------------------------------
@@ -213,7 +212,7 @@ def nccl_distant_nic(ctx):
             if not paths or best is None:
                 continue
             judged += 1
-            if best[1] in NEAR and all(path_rank(t) > path_rank(best[1]) for t in paths.values()):
+            if is_near(best[1]) and all(path_rank(t) > path_rank(best[1]) for t in paths.values()):
                 name = sorted(paths, key=lambda n: (path_rank(paths[n]), n))[0]
                 ctx.finding("%s->%s" % (gpu, name), "NCCL sends GPU %s through %s (%s) although %s is %s" % (
                     gpu, ", ".join("%s (%s)" % (n, paths[n]) for n in sorted(paths)) if len(paths) > 1 else name,
@@ -312,7 +311,7 @@ def nccl_gdr_disabled(ctx):
                 gpus = [gpu] if gpu else []  # a GPU the line names but the log does not place: not judged
             else:
                 gpus = [g["address"] for g in ctx.facts["gpus"]]
-            near = [g for g in gpus if _path_type(ctx.facts, g, nic) in NEAR]
+            near = [g for g in gpus if is_near(_path_type(ctx.facts, g, nic))]
             if near:  # else NCCL is right: through the CPU, staging costs nothing more
                 held = disabled.setdefault(name, (set(), entry))
                 held[0].update(near)
@@ -414,7 +413,7 @@ def nccl_topology_view(ctx):
                                                                           for a in lost)})
         for address in common:
             for near in mine[address].get("nearest_nics") or []:
-                if near.get("type") not in NEAR:
+                if not is_near(near.get("type")):
                     continue
                 seen = _path_type(dump, address, near["nic"])
                 if seen and path_rank(seen) > path_rank(near["type"]):

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import ACCELERATOR_KINDS, NETWORK_KINDS
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import path_rank
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
 
@@ -79,6 +80,6 @@ def numa_unknown(ctx):
     if not ctx.facts.get("numa") or ctx.facts["numa"]["count"] < 2:
         raise NotApplicable("a single NUMA node: locality does not matter")
     for dev in ctx.facts["pci"]:
-        if dev["kind"] in ("gpu", "accelerator", "nic", "rdma") and dev["numa_node"] is None:
+        if dev["kind"] in ACCELERATOR_KINDS + NETWORK_KINDS and dev["numa_node"] is None:
             ctx.finding(dev["address"], "%s %s has no NUMA node (firmware reports -1)" % (dev["kind"], dev["address"]),
                         {"numa_node": None, "local_cpus": dev["local_cpus"]})

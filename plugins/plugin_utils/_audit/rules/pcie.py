@@ -9,7 +9,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import gpu_link_values
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
+    ACCELERATOR_KINDS, KIND_ACCELERATOR, KIND_GPU, KIND_NIC, KIND_RDMA, NETWORK_KINDS,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
+    gpu_link_values, link_sides, link_verdict, nic_link,
+)
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
 
 # ---- PCIe -------------------------------------------------------------------------------------------
@@ -79,13 +84,13 @@ def pcie_nic_slot(ctx):
     for card in sorted(cards):
         nics = sorted(cards[card], key=lambda n: (str(n.get("address")), str(n.get("name"))))
         # The functions of one card share its link; a capture may hold the link files of one function only.
-        link = {}
+        link, slot = {}, None
         for nic in nics:
-            candidate = (nic.get("pci_link") or {}).get("current") or {}
-            if candidate.get("gbytes_per_s") is not None:
-                link = candidate
+            fact = nic_link(nic)
+            slot = link_sides(fact)["current"]["gbytes_per_s"]
+            if slot is not None:
+                link = fact["current"]  # as the facts say it, for the message and the evidence
                 break
-        slot = link.get("gbytes_per_s")
         per_port, notes = {}, []
         for nic in nics:
             port_gbps, note = _port_gbps(nic)
@@ -191,16 +196,16 @@ def pcie_upstream(ctx):
     ctx.need("pci")
     pci = ctx.pci()
     for dev in ctx.facts["pci"]:
-        if dev["kind"] not in ("gpu", "accelerator", "nic", "rdma"):
+        if dev["kind"] not in ACCELERATOR_KINDS + NETWORK_KINDS:
             continue
-        own = dev["link"]["current"]["gbytes_per_s"]
+        own = link_sides(dev.get("link"))["current"]["gbytes_per_s"]
         if own is None:
             continue
         for ancestor in dev["chain"]:
             up = pci.get(ancestor)
             if up is None:
                 continue
-            theirs = up["link"]["current"]["gbytes_per_s"]
+            theirs = link_sides(up.get("link"))["current"]["gbytes_per_s"]
             if theirs is not None and theirs + 0.01 < own:
                 ctx.finding(dev["address"], "%s %s (%.1f GB/s) sits below %s %s at %.1f GB/s"
                             % (dev["kind"], dev["address"], own, up["kind"].replace("_", " "), ancestor, theirs),
@@ -227,18 +232,17 @@ def pcie_upstream(ctx):
 #   (a 10GbE card at 2.5 GT/s x1 carries 0.25 GB/s).
 _LINK_POLICY = {
     # kind: (label, severity when the generation is low, severity when the width is narrow)
-    "nic": ("NIC", "fail", "fail"),
-    "rdma": ("HCA", "fail", "fail"),
-    "gpu": ("GPU", "info", "fail"),
-    "accelerator": ("accelerator", "info", "fail"),
+    KIND_NIC: ("NIC", "fail", "fail"),
+    KIND_RDMA: ("HCA", "fail", "fail"),
+    KIND_GPU: ("GPU", "info", "fail"),
+    KIND_ACCELERATOR: ("accelerator", "info", "fail"),
 }
 
 
 def _gen_width(link):
-    link = link or {}
-    gen, width = link.get("generation"), link.get("width")
-    return (gen if isinstance(gen, int) and not isinstance(gen, bool) else None,
-            width if isinstance(width, int) and not isinstance(width, bool) else None)
+    """((generation, width) now, (generation, width) at best) of a link fact, read once by pcie.link_sides."""
+    sides = link_sides(link)
+    return tuple((sides[side]["generation"], sides[side]["width"]) for side in ("current", "max"))
 
 
 def _gen_width_text(gen, width):
@@ -272,22 +276,17 @@ def pcie_own_maximum(ctx):
             continue
         label, gen_severity, width_severity = policy
         link = dev.get("link") or {}
-        cur_gen, cur_width = _gen_width(link.get("current"))
-        max_gen, max_width = _gen_width(link.get("max"))
+        (cur_gen, cur_width), (max_gen, max_width) = _gen_width(link)
         if not ((cur_gen and max_gen) or (cur_width and max_width)):
             continue
         judged += 1
-        # The slot's own maximum (the port above) caps what the link can train to.
+        # The slot's own maximum (the port above) caps what the link can train to: the one verdict of the link
         parent = pci.get(dev.get("parent")) or {}
-        slot_gen, slot_width = _gen_width((parent.get("link") or {}).get("max"))
-        reach_gen = min(max_gen, slot_gen) if max_gen and slot_gen else max_gen
-        reach_width = min(max_width, slot_width) if max_width and slot_width else max_width
-        low_gen = bool(cur_gen and reach_gen and cur_gen < reach_gen)
-        low_width = bool(cur_width and reach_width and cur_width < reach_width)
-        capped = ((max_gen and reach_gen and reach_gen < max_gen) or
-                  (max_width and reach_width and reach_width < max_width))
-        if not (low_gen or low_width or capped):
+        verdict = link_verdict(dev.get("kind"), link, (parent.get("link") or {}).get("max"))
+        if verdict["verdict"] == "ok":
             continue
+        low_gen, low_width = verdict["generation_low"], verdict["width_low"]
+        reach_gen, reach_width = verdict["reach"]
         # The functions of one card share its link: one finding per card and link, naming every port on it.
         card = str(dev["address"]).rsplit(".", 1)[0]
         key = (card, cur_gen, cur_width, max_gen, max_width)
@@ -295,7 +294,7 @@ def pcie_own_maximum(ctx):
             continue
         ports = seen[key] = list(names.get(dev["address"], []))
         siblings = [d for d in ctx.facts["pci"] if d is not dev and str(d.get("address")).rsplit(".", 1)[0] == card
-                    and _gen_width((d.get("link") or {}).get("current")) == (cur_gen, cur_width)]
+                    and _gen_width(d.get("link"))[0] == (cur_gen, cur_width)]
         for sibling in siblings:
             ports.extend(names.get(sibling.get("address"), []))
         who = "%s %s%s" % (label, dev["address"], " (%s)" % ", ".join(sorted(ports)) if ports else "")
@@ -315,7 +314,7 @@ def pcie_own_maximum(ctx):
                 message += "; the lower generation may be idle power saving and is not judged"
             if (reach_gen, reach_width) != (max_gen, max_width):
                 message += "; its slot %s allows %s" % (parent.get("address"), _gen_width_text(reach_gen, reach_width))
-            if dev.get("kind") in ("nic", "rdma"):
+            if dev.get("kind") in NETWORK_KINDS:
                 message += "; NICs do not lower their link for power, so this holds whether or not a port is up"
             ctx.finding(dev["address"], message, evidence, severity=severity)
         elif low_gen:

@@ -15,6 +15,9 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import (
     by_pair, goodput, median, pair_subject, runs_said,
 )
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import default
+
+MIN_FRACTION = default("fabric_probe_min_fraction")  # where the probe results do not carry it
 
 # ---- probes (traffic between the hosts; opt-in) -----------------------------------------------------------------
 
@@ -119,7 +122,7 @@ def probe_throughput(ctx):
         gbps, entry = median([g for g, _e in measured]), measured[0][1]
         expected = goodput(entry.get("expected_gbps")) or None
         fraction = goodput(entry.get("min_fraction"))
-        fraction = fraction if fraction and fraction <= 1 else 0.8
+        fraction = fraction if fraction and fraction <= 1 else MIN_FRACTION
         evidence = dict((k, entry.get(k)) for k in ("peer", "network", "bind", "server", "gbps", "expected_gbps",
                                                     "min_fraction", "basis", "retransmits", "speed_mbps", "mtu"))
         said = "%.3g Gbit/s" % gbps
@@ -221,7 +224,7 @@ def probe_nccl(ctx):
                     {"command": result.get("command"), "error": result.get("error")})
         return
     expected = probes.get("nccl_expected_busbw")
-    fraction = probes.get("min_fraction") or 0.8
+    fraction = probes.get("min_fraction") or MIN_FRACTION
     peak = result.get("max_busbw")
     if expected and peak is not None and peak < fraction * float(expected):
         ctx.finding("nccl-tests", "all_reduce_perf %s peaks at %.3g GB/s bus bandwidth, %d%% of the %.3g GB/s "

@@ -6,7 +6,12 @@
 """Rule family STAB: stability between two readings of the counters -- link flaps, interface errors and drops, PCIe
 AER errors, RDMA port errors. Totals since boot say little (a NIC's own link-up at boot counts as a carrier change);
 growth between an earlier audit's report (``fabric_audit_baseline``) and now says what happens while the cluster
-runs. A counter lower than its baseline (a reboot, a driver reload) counts again from zero, never negatively."""
+runs. A counter lower than its baseline (a reboot, a driver reload) counts again from zero, never negatively.
+
+The baseline is checked field by field first (baseline.check_counters): a host entry that cannot be used (not a
+number where the uptime or boot time belongs, a reading from the future, the same reading as now) makes the host
+judged exactly as without a baseline, and a counter that cannot be used is not compared. A rule that could compare
+nothing is not applicable, never a pass."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,15 +20,16 @@ __metaclass__ = type
 import math
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ethtool_stats import kind as stats_kind
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import DEFAULT_TCP_RETRANSMIT_PERCENT
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER, finite
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import (
+    BOOT_TIME_SLACK_S, DEFAULT_TCP_RETRANSMIT_PERCENT, check_counters,
+)
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import HostContext, host_rule, NotApplicable
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import (
     by_pair, duration, goodput, median, pair_subject, runs_said,
 )
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import default
 
-# A boot time that moved by more than this between readings is another boot (the clock's own steps are smaller).
-BOOT_TIME_SLACK_S = 600
 INTERFACE_ERRORS = ("rx_crc_errors", "rx_frame_errors", "rx_fifo_errors", "rx_missed_errors", "rx_over_errors",
                     "rx_length_errors", "tx_carrier_errors", "tx_fifo_errors", "tx_aborted_errors")
 # the totals the kernel sums the kinds above into: reported only where no kind explains them
@@ -37,15 +43,6 @@ RDMA_TRANSPORT_ERRORS = ("out_of_sequence", "packet_seq_err", "local_ack_timeout
 NO_BASELINE = ("judged between two readings: set fabric_audit_baseline to an earlier audit's report.json (each "
                "report.json carries the counters), or fabric_audit_window to read them again that many seconds "
                "later in the same run")
-
-
-def _number(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return value if math.isfinite(value) else None
-    except OverflowError:  # an int past a float's range (a corrupt baseline)
-        return None
 
 
 def _section(counters, name):
@@ -73,6 +70,19 @@ class Window:
         readings = {"now": now, "before": before}
         self._sections = dict(((which, name), _section(readings[which], name))
                               for which in readings for name in ("interfaces", "aer", "rdma", "nic_stats"))
+        # counters looked up that this reading has, and those of them judged (compared with the baseline, or since
+        # boot after a reboot): a rule that judged none of them has compared nothing, and does not pass
+        self.wanted, self.judged = 0, 0
+
+    def _judged(self, value):
+        self.wanted += 1
+        if value is not None:
+            self.judged += 1
+        return value
+
+    def compared_nothing(self):
+        """Whether counters were looked up and none of them could be compared (missing or unusable before)."""
+        return self.wanted > 0 and self.judged == 0
 
     def section(self, which, name):
         """A section (interfaces, aer, rdma, nic_stats) of ``now`` or ``before`` as {key: dict}."""
@@ -84,14 +94,14 @@ class Window:
         if now is None:
             return None
         if self.since_boot:
-            return now
+            return self._judged(now)
         entry = self.section("before", section).get(key)
         if entry is None:
-            return None  # not there at the baseline (hot-plugged, renamed): no window for it
+            return self._judged(None)  # not there at the baseline (hot-plugged, renamed, unusable): no window for it
         before = _counter(entry.get(name))
         if before is None:
-            return None
-        return now - before if now >= before else now  # reset (driver reload, wrap): counted again from zero
+            return self._judged(None)
+        return self._judged(now - before if now >= before else now)  # reset (driver reload, wrap): from zero
 
     def downs(self, name):
         """How often interface ``name``'s link went down: carrier_down_count's growth, else half the carrier
@@ -107,13 +117,15 @@ class Window:
         reading lacks it. Nested one level deeper than the other sections: {address: {kind: {total, by_type}}}."""
         entry = self.section("now", "aer").get(address, {}).get(kind)
         total = _counter(entry.get("total")) if isinstance(entry, dict) else None
-        if total is None or self.since_boot:
-            return total
+        if total is None:
+            return None
+        if self.since_boot:
+            return self._judged(total)
         before = (self.section("before", "aer").get(address) or {}).get(kind)
         before_total = _counter(before.get("total")) if isinstance(before, dict) else None
         if before_total is None:
-            return None
-        return total - before_total if total >= before_total else total
+            return self._judged(None)
+        return self._judged(total - before_total if total >= before_total else total)
 
     def per_hour(self, count):
         return round(count * 3600.0 / self.seconds, 2) if self.seconds else None
@@ -138,27 +150,60 @@ def counters(ctx):
     return value
 
 
-def window(ctx):
-    """The host's Window, or None when there is no baseline for it."""
+def _checked(ctx):
+    """(Window or None, why the baseline cannot be used or None): the host's two readings after the baseline's
+    fields were checked (baseline.check_counters); None without a baseline, or with one that cannot be used for this
+    host, which is then judged exactly as without one. Checked once per host (the rules share the context)."""
+    if "_baseline_window" in ctx.__dict__:
+        return ctx.__dict__["_baseline_window"]
     now = counters(ctx)
     baseline = ctx.observed.get("baseline")
     before = baseline.get("counters") if isinstance(baseline, dict) else None
-    if not isinstance(before, dict):
-        return None
-    up, up_before = _number(now.get("uptime_s")), _number(before.get("uptime_s"))
-    if up is None or up_before is None or up < 0 or up_before < 0:
-        raise NotApplicable("the baseline of %s cannot be used: uptime_s %r now, %r in the baseline (a number of "
-                            "seconds each)" % (ctx.host, now.get("uptime_s"), before.get("uptime_s")))
-    boot, boot_before = _number(now.get("boot_time")), _number(before.get("boot_time"))
+    if before is None:
+        ctx.__dict__["_baseline_window"] = (None, None)
+        return None, None
+    in_run = bool(baseline.get("window_s"))
+    check = check_counters(before, now)
+    if check["counters"] is None:
+        ctx.__dict__["_baseline_window"] = (None, "the %s of %s cannot be used (%s)" % (
+            "first reading (fabric_audit_window)" if in_run else "baseline", ctx.host, "; ".join(check["host"])))
+        return ctx.__dict__["_baseline_window"]
+    before = check["counters"]
+    up, up_before = now["uptime_s"], before["uptime_s"]
+    boot, boot_before = finite(now.get("boot_time")), before["boot_time"]
     rebooted = up < up_before or (boot is not None and boot_before is not None
                                   and abs(boot - boot_before) > BOOT_TIME_SLACK_S)
-    in_run = bool(baseline.get("window_s"))
     if rebooted:
-        return Window(now, {}, up, True, baseline.get("generated_at"), in_run)
-    if up == up_before:
-        raise NotApplicable("the baseline holds the same reading as now (uptime_s %r): no time between them"
-                            % up)
-    return Window(now, before, up - up_before, False, baseline.get("generated_at"), in_run)
+        win = (now, {}, up, True, baseline.get("generated_at"), in_run)
+    else:
+        win = (now, before, up - up_before, False, baseline.get("generated_at"), in_run)
+    ctx.__dict__["_baseline_window"] = (win, None)
+    return win, None
+
+
+def window(ctx):
+    """The host's Window (a new one for each rule: it counts what the rule compared), or None when there is no
+    baseline for it, or one that cannot be used (``unusable`` says why)."""
+    args, _why = _checked(ctx)
+    return Window(*args) if args is not None else None
+
+
+def unusable(ctx):
+    """Why the host's baseline cannot be used (naming the field and its value), or None."""
+    return _checked(ctx)[1]
+
+
+def _without(ctx, said):
+    """The not-applicable reason of a growth rule without a usable baseline: ``said`` (how to get one), after what
+    made the baseline unusable where it was."""
+    why = unusable(ctx)
+    return "%s; judged as without one: %s" % (why, said) if why else said
+
+
+def _compared_nothing(win, what):
+    if win.compared_nothing():
+        raise NotApplicable("%s: no counter could be compared with the earlier reading (each is missing there, or "
+                            "cannot be used: see the policy warnings), so nothing is judged" % what)
 
 
 def _interfaces(win, kinds):
@@ -186,7 +231,7 @@ def link_flaps(ctx):
     win = window(ctx)
     if win is None:
         counters(ctx)
-        raise NotApplicable("link flaps are " + NO_BASELINE)
+        raise NotApplicable(_without(ctx, "link flaps are " + NO_BASELINE))
     if win.since_boot:
         # boot bounces links on its own (a bond enslaving its ports, NetworkManager taking over from the initrd)
         raise NotApplicable("the host rebooted after the baseline: link flaps are judged again from the next audit, "
@@ -201,6 +246,7 @@ def link_flaps(ctx):
             dict(win.evidence(), interface=name, flaps=downs, per_hour=win.per_hour(downs),
                  carrier_changes=entry.get("carrier_changes"), carrier_down_count=entry.get("carrier_down_count"),
                  carrier_up_count=entry.get("carrier_up_count")))
+    _compared_nothing(win, "link flaps")
 
 
 @host_rule(
@@ -218,7 +264,7 @@ def interface_errors(ctx):
     win = window(ctx)
     if win is None:
         counters(ctx)
-        raise NotApplicable("error and drop growth is " + NO_BASELINE)
+        raise NotApplicable(_without(ctx, "error and drop growth is " + NO_BASELINE))
     bonds = _bond_members(ctx)
     members = set(m for ports in bonds.values() for m in ports)
     # a bond's statistics are its ports' summed: the ports are judged, the bond only where it has none counted
@@ -249,6 +295,7 @@ def interface_errors(ctx):
         ctx.finding(name, "%s: %s %s" % (name, said, win.said()),
                     dict(win.evidence(), interface=name, errors=grown, drops=drops, nic_stats=nic,
                          per_hour=dict((c, win.per_hour(g)) for c, g in sorted(dict(grown, **dict(drops, **nic)).items()))))
+    _compared_nothing(win, "error and drop growth")
 
 
 def nic_growth(win, name):
@@ -329,7 +376,7 @@ def rdma_errors(ctx):
         raise NotApplicable("no RDMA port counters (no RDMA device, or its driver exposes none)")
     win = window(ctx)
     if win is None:
-        raise NotApplicable("RDMA error growth is " + NO_BASELINE)
+        raise NotApplicable(_without(ctx, "RDMA error growth is " + NO_BASELINE))
     for port in sorted(_section(now, "rdma")):
         grown = dict((c, win.growth("rdma", port, c)) for c in RDMA_PORT_ERRORS + RDMA_TRANSPORT_ERRORS)
         grown = dict((c, g) for c, g in grown.items() if g)
@@ -339,6 +386,7 @@ def rdma_errors(ctx):
         ctx.finding(port, "%s: %s %s" % (port, said, win.said()),
                     dict(win.evidence(), port=port, counters=grown,
                          per_hour=dict((c, win.per_hour(g)) for c, g in sorted(grown.items()))))
+    _compared_nothing(win, "RDMA error growth")
 
 
 def _ecn_of(ctx, now, port):
@@ -390,7 +438,7 @@ def roce_congestion(ctx):
         raise NotApplicable("no RoCE congestion counters (mlx5's hw_counters np_cnp_sent, rp_cnp_handled, ...)")
     win = window(ctx)
     if win is None:
-        raise NotApplicable("RoCE congestion counters are " + NO_BASELINE)
+        raise NotApplicable(_without(ctx, "RoCE congestion counters are " + NO_BASELINE))
     roce = ctx.expect.get("roce") if isinstance(ctx.expect.get("roce"), dict) else {}
     for port in sorted(ports):
         grown = dict((c, win.growth("rdma", port, c)) for c in watched + ("roce_slow_restart_cnps",))
@@ -419,6 +467,7 @@ def roce_congestion(ctx):
                             port, win.said(), ", ".join("%s +%d" % (c, g) for c, g in (
                                 ("np_cnp_sent", sent), ("rp_cnp_handled", congested)) if g)),
                         evidence, severity="info")
+    _compared_nothing(win, "RoCE congestion")
 
 
 def _roce_netdevs(now):
@@ -512,7 +561,7 @@ def roce_priority(ctx):
 # ---- under load (the probes role's iperf3 measurements, with pings alongside) -------------------------------------
 QUEUE_BYTES = 1000000  # the default queue a load may build: what a shallow-buffered switch port holds ...
 MIN_QUEUE_DELAY_MS = 1.0  # ... and never less than this (scheduling noise on busy hosts)
-DEFAULT_RETRANSMIT_PERCENT = 0.1
+DEFAULT_RETRANSMIT_PERCENT = default("fabric_probe_max_retransmit_percent")
 LOST_UNDER_LOAD = (2, 0.05)  # pings lost under load worth a finding: at least 2, and 5% of those sent
 
 
@@ -526,10 +575,7 @@ def _measured(ctx):
 
 def _budget(value, default, zero=False):
     """A budget from the probes' results: a finite number above 0 (``zero``: 0 too), else ``default``."""
-    try:
-        value = _number(value)
-    except OverflowError:
-        value = None
+    value = finite(value)
     if value is None or value < 0 or (value == 0 and not zero):
         return default
     return value
@@ -697,7 +743,7 @@ def retransmits(ctx):
         raise NotApplicable("no throughput measurement counted its segments")
 
 
-DEFAULT_GOODPUT_SPREAD_PERCENT = 10
+DEFAULT_GOODPUT_SPREAD_PERCENT = default("fabric_probe_max_goodput_spread_percent")
 
 
 @host_rule(
@@ -779,7 +825,7 @@ def tcp_retransmits(ctx):
         raise NotApplicable("no TCP counters (/proc/net/snmp was not read)")
     win = window(ctx)
     if win is None:
-        raise NotApplicable("TCP retransmits are " + NO_BASELINE)
+        raise NotApplicable(_without(ctx, "TCP retransmits are " + NO_BASELINE))
     grown = tcp_growth(win)
     if grown is None:
         raise NotApplicable("TCP counters out_segs and retrans_segs are missing from one of the readings, or more "
@@ -822,16 +868,11 @@ def stability_row(host, facts, expect):
         now = counters(ctx)
         win = window(ctx)
     except NotApplicable:
-        if not isinstance(ctx.facts.get("counters"), dict):
-            return None
-        now, win = ctx.facts["counters"], None
-        unusable = True
-    else:
-        unusable = False
+        return None
     if win is None:
-        up = _number(now.get("uptime_s"))
+        up = finite(now.get("uptime_s"))
         win = Window(now, {}, up if up is not None and up > 0 else None, True, None)
-        basis = "since boot (the baseline cannot be used)" if unusable else "since boot"
+        basis = "since boot (the baseline cannot be used)" if unusable(ctx) else "since boot"
     else:
         basis = "since boot (rebooted)" if win.since_boot else (
             "fabric_audit_window" if win.in_run else "fabric_audit_baseline")

@@ -13,7 +13,8 @@ import pytest
 
 from conftest import REPO
 from ansible_collections.gpuops.fabric.plugins.module_utils._tuning import (
-    buffer_size, parse_rings, parse_sysctl, ring_changes, sysctl_file, wanted_buffers,
+    INT_MAX, buffer_size, parse_rings, parse_sysctl, read_buffer_sysctl, ring_changes, sysctl_file, sysctl_problem,
+    wanted_buffers,
 )
 from ansible_collections.gpuops.fabric.plugins.modules.host_tuning import Node, plan_buffers, plan_irqs
 
@@ -61,12 +62,55 @@ def test_buffers_planned_from_the_files_below_the_root(tmp_path):
                             "proc/sys/net/ipv4/tcp_rmem": "4096\t131072\t6291456\n",
                             "proc/sys/net/ipv4/tcp_wmem": "4096 16384 junk\n"})
     # (read-only values, as inside a network namespace: tests/integration/test_tuning_nshosts.py, on the kernel)
-    live, before, after, size, bdp, notes = plan_buffers(node, 100000, 1.0, "/etc/sysctl.d/60-gpuops-fabric.conf")
+    live, before, after, size, bdp, notes, warnings = plan_buffers(node, 100000, 1.0,
+                                                                   "/etc/sysctl.d/60-gpuops-fabric.conf")
     assert size == 32 * MiB and bdp == 12500000 and before is None
     assert live == {"net.core.rmem_max": ("212992", "33554432"), "net.core.wmem_max": ("212992", "33554432"),
                     "net.ipv4.tcp_rmem": ("4096 131072 6291456", "4096 131072 33554432")}
     assert "net.ipv4.tcp_wmem" not in after and "net.core.wmem_max = 33554432" in after
-    assert notes == ["net.ipv4.tcp_wmem: '4096 16384 junk' is not a value this module understands; left alone"]
+    assert notes == [] and node.refused == []
+    assert warnings == ["net.ipv4.tcp_wmem = '4096 16384 junk' is not a value this module understands (whole numbers "
+                        "only); left alone"]
+
+
+@pytest.mark.parametrize("name, text, why", [
+    ("net.core.rmem_max", "9999999999999999999", "is outside 0..2147483647"),
+    ("net.core.wmem_max", "2147483648", "is outside 0..2147483647"),
+    ("net.core.rmem_max", "212992 212992", "has 2 fields; the kernel takes one integer"),
+    ("net.ipv4.tcp_rmem", "4096\t131072", "has 2 fields; the kernel takes three (min default max)"),
+    ("net.ipv4.tcp_wmem", "4096 16384 4194304 1", "has 4 fields; the kernel takes three (min default max)"),
+    ("net.ipv4.tcp_rmem", "0 131072 6291456", "holds 0, outside 1..2147483647"),
+    ("net.ipv4.tcp_rmem", "4096 131072 4294967296", "holds 4294967296, outside 1..2147483647"),
+    ("net.ipv4.tcp_wmem", "4096 8388608 4194304", "is not min <= default <= max"),
+])
+def test_values_the_kernel_would_refuse_are_named_and_never_planned(tmp_path, name, text, why):
+    values, warning = read_buffer_sysctl(name, text)
+    shown = " ".join(text.split())
+    assert values is None and warning.startswith("%s = %r %s: the kernel would refuse it" % (name, shown, why))
+    assert sysctl_problem(name, [int(w) for w in text.split()]) == why
+    assert wanted_buffers({name: [int(w) for w in text.split()]}, 32 * MiB) == {}  # even handed one directly
+    with pytest.raises(ValueError) as caught:  # and the file is never built with it
+        sysctl_file({name: [int(w) for w in text.split()]}, "why")
+    assert name in str(caught.value) and why in str(caught.value)
+    # planned from a root: warned, left out of the file for the next boot and out of the live changes
+    files = dict(("proc/sys/" + n.replace(".", "/"), v) for n, v in (
+        ("net.core.rmem_max", "212992\n"), ("net.core.wmem_max", "212992\n"),
+        ("net.ipv4.tcp_rmem", "4096\t131072\t6291456\n"), ("net.ipv4.tcp_wmem", "4096\t16384\t4194304\n")))
+    files["proc/sys/" + name.replace(".", "/")] = text + "\n"
+    node = _tree(tmp_path, files)
+    live, _before, after, _size, _bdp, _notes, warnings = plan_buffers(node, 100000, 1.0,
+                                                                       "/etc/sysctl.d/60-gpuops-fabric.conf")
+    assert warnings == [warning] and name not in live and name not in after
+    assert len(live) == 3 and after.count(" = ") == 3
+
+
+def test_values_the_kernel_takes_are_kept():
+    assert read_buffer_sysctl("net.core.rmem_max", "2147483647\n") == ([INT_MAX], None)
+    assert read_buffer_sysctl("net.core.rmem_max", "0") == ([0], None)
+    assert read_buffer_sysctl("net.ipv4.tcp_rmem", "4096\t131072\t6291456") == ([4096, 131072, 6291456], None)
+    assert read_buffer_sysctl("net.ipv4.tcp_rmem", "1 1 1") == ([1, 1, 1], None)
+    assert read_buffer_sysctl("net.ipv4.tcp_rmem", None) == (None, None)  # not readable: nothing to say
+    assert wanted_buffers({"net.core.rmem_max": [INT_MAX]}, 32 * MiB) == {"net.core.rmem_max": [INT_MAX]}
 
 
 def test_irqs_leaving_their_numa_node_are_planned_back(tmp_path):

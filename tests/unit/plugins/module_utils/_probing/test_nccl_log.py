@@ -187,3 +187,29 @@ def test_mappings_stay_bounded():
     h = parse_nccl_log(lines)["sections"]["h"]
     assert len(h["env"]) <= nccl_log.MAX_ITEMS and len(h["transports"]) <= nccl_log.MAX_ITEMS
     assert len(h["evidence"]) <= 2 * nccl_log.MAX_ITEMS
+
+
+def test_lines_split_in_blocks_as_universal_newlines_do():
+    from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import read_blocks, split_lines
+    raw = b"a\r\nb\rc\n\nd\xe2\x82\xac\r\ne"
+    for block in (1, 2, 3, 5, 1 << 20):
+        assert list(split_lines(read_blocks(io.BytesIO(raw), block=block))) == ["a", "b", "c", "", u"d\u20ac", "e"]
+    assert list(split_lines([b"a\n", b"b"], keep_last=False)) == ["a"]
+    assert list(split_lines([b"tail of a line\nwhole\n"], skip_first=True)) == ["whole"]
+
+
+def test_nul_runs_end_lines_and_make_none():
+    from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import read_blocks, split_lines
+    raw = b"\0" * 5000 + b"first\n" + b"second" + b"\0" * 3000 + b"third\n"
+    for block in (7, 4096, 1 << 20):
+        assert list(split_lines(read_blocks(io.BytesIO(raw), block=block))) == ["first", "second", "third"]
+    # a read that starts inside a hole starts at the line after it
+    assert list(split_lines([b"\0" * 10, b"\0\0line\n"], skip_first=True)) == ["line"]
+
+
+def test_a_line_without_an_end_is_clipped_and_the_read_bounded():
+    tally = [0]
+    lines = list(read_lines(io.BytesIO(b"y" * (5 << 20)), max_bytes=3 << 20, tally=tally))
+    assert lines == ["y" * nccl_log.MAX_LINE] and tally == [3 << 20]
+    handle = io.StringIO("z" * 3000000)
+    assert [len(line) for line in read_lines(handle)] == [nccl_log.MAX_LINE]

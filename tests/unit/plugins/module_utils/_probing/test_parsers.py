@@ -5,6 +5,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 import shutil
 import socket
@@ -70,6 +71,15 @@ def test_parse_iperf3_on_captures():
     refused = parse_iperf3(read("iperf3-client-refused.json"))
     assert refused["gbps"] is None and "Connection refused" in refused["error"]
     assert "printed no JSON" in parse_iperf3("iperf3: error - unable to connect\n")["error"]
+
+
+@pytest.mark.parametrize("bits", ["1" + "0" * 400, "NaN", "Infinity", "-5", "true", '"9.4e9"'])
+def test_parse_iperf3_refuses_a_rate_that_is_no_number(bits):
+    # the real capture with its received rate replaced: a 400-digit integer made math.isfinite raise (a traceback)
+    data = json.loads(read("iperf3-client-1gbit.json"))
+    data["end"]["sum_received"]["bits_per_second"] = "@RATE@"
+    result = parse_iperf3(json.dumps(data).replace('"@RATE@"', bits))
+    assert result["gbps"] is None and "no end.sum_received" in result["error"]
 
 
 def test_parse_nccl_tests_new_layout():

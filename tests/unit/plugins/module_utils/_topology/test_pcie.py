@@ -4,8 +4,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+import re
+
 import pytest
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology import pcie
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
     generation_from_gts, link_dict, parse_link_speed, parse_link_width, pcie_bandwidth,
 )
@@ -65,3 +69,27 @@ def test_generation_mapping():
 def test_link_dict_shape():
     assert link_dict(16.0, 16) == {"speed_gts": 16.0, "generation": 4, "width": 16, "gbytes_per_s": 31.508}
     assert link_dict(None, 16)["gbytes_per_s"] is None
+
+
+# A second definition of "near" (issue 31): a literal pair of the two nearest path types, or an index of PXB, outside
+# pcie.py. Lists of every path type (parsers, NCCL's own level words) are not definitions of near.
+_SECOND_NEAR = re.compile(r"""[(\[{]\s*["']PIX["']\s*,\s*["']PXB["']\s*,?\s*[)\]}]|index\(\s*["']PXB["']\s*\)""")
+
+
+def _second_definitions(text):
+    return _SECOND_NEAR.findall(text)
+
+
+def test_near_is_defined_once():
+    from conftest import REPO
+    assert pcie.NEAR == ("PIX", "PXB") and pcie.is_near("PXB") and not pcie.is_near("PHB") and not pcie.is_near(None)
+    # the check can fail: the shapes the collection had before
+    assert len(_second_definitions('NEAR = ("PIX", "PXB")\nif t not in ("PIX", "PXB"):\nPATH_ORDER.index("PXB")')) == 3
+    found = []
+    for folder, _dirs, files in os.walk(os.path.join(REPO, "plugins")):
+        for name in files:
+            path = os.path.join(folder, name)
+            if name.endswith(".py") and not path.endswith(os.path.join("_topology", "pcie.py")):
+                with open(path) as handle:
+                    found += ["%s: %s" % (os.path.relpath(path, REPO), m) for m in _second_definitions(handle.read())]
+    assert found == []

@@ -205,3 +205,14 @@ def test_run_audit_carries_the_waiver_warnings():
     _report, errors = run_audit({"n1": {"facts": None, "waiver_horizon_days": "soon"}}, datetime.date(2027, 1, 1),
                                 "now")
     assert any("fabric_audit_waiver_horizon_days: 'soon' is not a positive number of days" in e for e in errors)
+
+
+def test_no_network_intent_needs_no_netaddr(monkeypatch):
+    """A host without fabric_networks (a captured server model, a GPU node checked by scripts/gpu_check.py where
+    netaddr is not installed) is audited without netaddr; with networks, its absence is named."""
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import read_networks
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent import validation
+    monkeypatch.setattr(validation, "netaddr", None)
+    assert read_networks(None) == ({}, [])
+    networks, errors = read_networks({"training": {"role": "training", "subnet": "198.18.0.0/24"}})
+    assert networks == {} and "needs the netaddr Python library" in errors[0]

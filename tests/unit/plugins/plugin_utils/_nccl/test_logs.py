@@ -4,7 +4,11 @@ the value), and each file read bounded, whatever it is."""
 import os
 import threading
 
+import pytest
+
 from conftest import REPO
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing import nccl_log
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import parse_nccl_log
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl import logs
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.logs import log_paths, read_log
 
@@ -86,3 +90,123 @@ def test_a_broken_dump_is_an_error_not_a_traceback(tmp_path):
     path.write_text('<system version="1">\n  <cpu numaid="0"><pci busid="x"></cpu>\n')
     entry = read_log(str(path))
     assert entry["kind"] == "topology_dump" and "malformed XML" in entry["error"]
+
+
+# ---- the byte bound holds whatever a log holds, so the time bound does too -------------------------------------
+# (no timing asserted here: benchmarks/ print times; these count the bytes asked of the file instead)
+
+class _Counted(object):
+    """A binary handle that counts the bytes handed out and refuses a read without a size."""
+
+    def __init__(self, raw, seen):
+        self.raw, self.seen = raw, seen
+
+    def read(self, size=-1):
+        assert size is not None and size >= 0, "a read without a size"
+        data = self.raw.read(size)
+        self.seen["bytes"] += len(data)
+        self.seen["largest"] = max(self.seen["largest"], size)
+        return data
+
+    def seek(self, *args):
+        return self.raw.seek(*args)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.raw.close()
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    seen = {"bytes": 0, "largest": 0}
+    opened = logs._open
+
+    def _open(path):
+        raw, size = opened(path)
+        return _Counted(raw, seen), size
+    monkeypatch.setattr(logs, "_open", _open)
+    return seen
+
+
+def _fixture_log(name):
+    with open(os.path.join(LOGS, name, "nccl.log"), "rb") as handle:
+        return handle.read()
+
+
+def _within_bound(entry, counted):
+    assert entry["error"] is None
+    assert counted["bytes"] == entry["bytes_read"] <= logs.HEAD_BYTES + logs.TAIL_BYTES
+    assert counted["largest"] <= nccl_log.BLOCK
+
+
+def test_a_sparse_copytruncated_log_is_read_by_its_head_and_tail_only(tmp_path, counted):
+    """logrotate's copytruncate leaves a hole of NUL bytes with no newline before what the job writes next: 128 GiB
+    here (sparse: no disk), then a real log."""
+    name = "b-efa-g5-pcluster-ofi-1.12-gdr-off-2.23"
+    text = _fixture_log(name)
+    path = str(tmp_path / "nccl.rotated.log")
+    with open(path, "wb") as handle:
+        handle.truncate(128 << 30)
+    with open(path, "ab") as handle:
+        handle.write(text)
+    try:
+        entry = read_log(path)
+    finally:
+        os.unlink(path)
+    _within_bound(entry, counted)
+    assert entry["kind"] == "log" and entry["size"] == (128 << 30) + len(text)
+    assert entry["truncated"] and entry["skipped_bytes"] == entry["size"] - logs.HEAD_BYTES - logs.TAIL_BYTES
+    # the hole ends a line: the log after it reads as the log alone, line numbers included
+    alone = parse_nccl_log(text.decode("utf-8").splitlines())
+    assert entry["parsed"]["sections"] == alone["sections"] and entry["parsed"]["lines"] == alone["lines"]
+    assert entry["parsed"]["sections"]["compute-gpu-st-distributed-ml-1"]["version"] == "2.23.4"
+
+
+def test_a_small_hole_ends_the_line_before_it(tmp_path, counted):
+    path = tmp_path / "nccl.log"
+    path.write_bytes(b"h:1:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\nh:1:2 [0] NCCL INFO Using net"
+                     + b"\0" * (3 << 20) + b"h:1:2 [0] NCCL INFO Using network IB\n")
+    entry = read_log(str(path))
+    _within_bound(entry, counted)
+    section = entry["parsed"]["sections"]["h"]
+    assert not entry["truncated"] and entry["bytes_read"] == entry["size"]
+    assert section["version"] == "2.21.5" and section["network"] == "IB" and entry["parsed"]["lines"] == 3
+
+
+def test_200_mib_without_a_newline_reads_the_bound_and_no_more(tmp_path, counted):
+    path = str(tmp_path / "x.log")
+    with open(path, "wb") as handle:
+        for _mib in range(200):
+            handle.write(b"x" * (1 << 20))
+    try:
+        entry = read_log(path)
+    finally:
+        os.unlink(path)
+    _within_bound(entry, counted)
+    assert entry["truncated"] and entry["skipped_bytes"] == (200 << 20) - logs.HEAD_BYTES - logs.TAIL_BYTES
+    # the head ends inside the one line, the tail starts inside it: no whole line was read
+    assert entry["parsed"]["lines"] == 0 and entry["parsed"]["nccl_lines"] == 0
+
+
+def test_lines_either_side_of_a_200_mib_line_are_found(tmp_path, counted):
+    head = _fixture_log("a-roce-2.19.3-dgxh100-2node-nccltests185")
+    tail = (b"node-z:7:7 [0] misc/socket.cc:484 NCCL WARN Net : Connect to 10.0.0.2<4343> failed : Connection "
+            b"refused\n")
+    path = str(tmp_path / "train.log")
+    with open(path, "wb") as handle:
+        handle.write(head)
+        for _mib in range(200):
+            handle.write(b"x" * (1 << 20))
+        handle.write(b"\n" + tail)
+    try:
+        entry = read_log(path)
+    finally:
+        os.unlink(path)
+    _within_bound(entry, counted)
+    parsed = entry["parsed"]
+    alone = parse_nccl_log(head.decode("utf-8").splitlines())
+    assert set(alone["hosts"]) < set(parsed["hosts"]) and "node-z" in parsed["hosts"]
+    assert all(parsed["sections"][h]["version"] == alone["sections"][h]["version"] for h in alone["hosts"])
+    assert parsed["sections"]["node-z"]["warnings"][0]["kind"] == "net_error"

@@ -156,3 +156,25 @@ def test_topology_xml_round_trip(root, facts_of, tmp_path):
     assert paths(back, {}) == paths(facts, {"NODE": "PHB"})
     assert ports(back) == ports(facts)
     assert len(back["gpus"]) == len(facts["gpus"])
+
+
+@pytest.mark.parametrize("vlan, expected", [
+    (None, ("bond0", [])), (100, ("bond0.100", [])), (4094, ("bond0.4094", [])),
+    (True, (None, ["fabric_networks.train.vlan: True is not a VLAN id (1 to 4094)"])),
+    ("100", (None, ["fabric_networks.train.vlan: '100' is not a VLAN id (1 to 4094)"])),
+    (0, (None, ["fabric_networks.train.vlan: 0 is not a VLAN id (1 to 4094)"])),
+    (4095, (None, ["fabric_networks.train.vlan: 4095 is not a VLAN id (1 to 4094)"])),
+    (100.0, (None, ["fabric_networks.train.vlan: 100.0 is not a VLAN id (1 to 4094)"])),
+])
+def test_the_training_interface_is_the_vlan_the_network_role_creates(vlan, expected):
+    # the NCCL interface and the network role's VLAN interface come from one function (_names.vlan_interface): a
+    # vlan that the intent's validation refuses is refused here too (it was "bond0.True" before)
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import training_interface
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import validate_networks
+    networks = {"train": {"role": "training", "subnet": "198.18.0.0/24"}}
+    if vlan is not None:
+        networks["train"]["vlan"] = vlan
+    assert training_interface({"fabric_networks": networks, "fabric_attachments": {"train": "bond0"}}) == expected
+    errors = []
+    validate_networks(networks, errors)
+    assert bool([e for e in errors if ".vlan: " in e]) == (expected[0] is None), errors  # the role refuses the same

@@ -7,11 +7,17 @@ report.json on disk, as a second audit reads it."""
 import copy
 import datetime
 import json
+import os
+import tempfile
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import baseline_path, read_baseline
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import (
+    BOOT_TIME_SLACK_S, baseline_path, check_counters, read_baseline,
+)
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.json_report import render_json
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
 
@@ -127,7 +133,8 @@ def test_a_bond_s_errors_are_its_ports(healthy, tmp_path):
 
 def test_a_reboot_between_the_readings_counts_since_boot(healthy, tmp_path):
     first = write(tmp_path, audit({"n1": later(healthy, seconds=7200)}))  # the baseline: uptime 26 h
-    rebooted = copy.deepcopy(healthy)  # now: uptime 24 h, so another boot
+    rebooted = copy.deepcopy(healthy)  # now: uptime 24 h on a boot 3 h after the first one (read 1 h after it)
+    rebooted["counters"]["boot_time"] += 3 * 3600  # the same boot time would be a baseline from the future
     rebooted["counters"]["interfaces"]["ens5np0"].update(carrier_up_count=3, carrier_changes=6)
     rebooted["counters"]["aer"]["0000:19:00.0"]["correctable"]["total"] = 8  # link training at boot: not judged
     rebooted["counters"]["interfaces"]["ens5np0"]["rx_crc_errors"] = 9
@@ -236,3 +243,325 @@ def test_the_same_reading_twice_has_no_window(healthy, tmp_path):
     first = write(tmp_path, audit({"n1": healthy}))
     reason = outcome(audit({"n1": healthy}, baseline=first), "n1", "STAB-001")["reason"]
     assert "the same reading as now" in reason
+
+
+# ---- a damaged baseline: checked field by field, named once, never more lenient than no baseline ------------------
+NONFATAL = "0000:19:00.0"  # the broken node's GPU with one non-fatal AER error (CmpltTO)
+
+
+def earlier(healthy, broken):
+    """report.json (as read back) of an audit an hour before ``later(healthy)`` and ``later(broken)``, in which the
+    broken node's non-fatal error had not happened yet: intact, it judges n2's error as growth (a fail), as no
+    baseline judges it since boot."""
+    clean = copy.deepcopy(broken)
+    clean["counters"]["aer"][NONFATAL]["nonfatal"] = {"total": 0, "by_type": {}}
+    return json.loads(render_json(audit({"n1": healthy, "n2": clean})))
+
+
+def with_baseline(healthy, broken, report, tmp_path, name="damaged.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(report))  # NaN, Infinity and 10**400 written as Python's json writes and reads them
+    return str(path), audit({"n1": later(healthy), "n2": later(broken)}, baseline=str(path))
+
+
+def stab(report):
+    return sorted((f for f in report["findings"] if f["id"].startswith("STAB-")), key=lambda f: (f["id"], f["host"],
+                                                                                                 f["subject"]))
+
+
+def verdict(report):
+    """The fail and warn findings as (rule, host, subject, severity): what the CI gate and the Slurm drain act on."""
+    return set((f["id"], f["host"], f["subject"], f["severity"]) for f in report["findings"]
+               if f["severity"] in ("fail", "warn"))
+
+
+def statuses(report, host):
+    return dict((r, o["status"]) for r, o in report["outcomes"][host].items() if r.startswith("STAB-"))
+
+
+@pytest.fixture(scope="module")
+def no_baseline(healthy, broken):
+    return audit({"n1": later(healthy), "n2": later(broken)})
+
+
+def test_an_intact_earlier_report_judges_the_error_as_growth(healthy, broken, tmp_path, no_baseline):
+    _path, report = with_baseline(healthy, broken, earlier(healthy, broken), tmp_path)
+    assert report["policy_warnings"] == []
+    [finding] = findings(report, "STAB-003", "n2")
+    assert finding["severity"] == "fail" and "in the 1.0 h since the baseline" in finding["message"]
+    assert verdict(report) >= verdict(no_baseline)
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("uptime_s", "abc", 'uptime_s "abc" is not a number of seconds'),
+    ("uptime_s", -5, "uptime_s -5 is not a number of seconds"),
+    ("uptime_s", float("nan"), "uptime_s NaN is not a number of seconds"),
+    ("uptime_s", float("inf"), "uptime_s Infinity is not a number of seconds"),
+    ("uptime_s", 10 ** 400, "uptime_s <401-digit integer> is not a number of seconds"),
+    ("uptime_s", None, "uptime_s null is not a number of seconds"),
+    ("uptime_s", [86400], "uptime_s <list of 1 item> is not a number of seconds"),
+    ("boot_time", "yesterday", 'boot_time "yesterday" is not a time in seconds since 1970'),
+    ("boot_time", -1, "boot_time -1 is not a time in seconds since 1970"),
+    ("boot_time", 1e300, "boot_time 1e+300 is not a time in seconds since 1970"),
+    (None, [1, 2], "the host's entry <list of 2 items> is not an object of counters"),
+    (None, "x" * 100, 'the host\'s entry "%s"... (100 characters) is not an object of counters' % ("x" * 40)),
+])
+def test_an_unusable_host_entry_is_judged_as_without_a_baseline(healthy, broken, tmp_path, no_baseline, field, value,
+                                                                said):
+    """The tester's case: a damaged uptime once made every STAB rule not applicable, and took n2's STAB-003 fail
+    away without a word. Now: one warning per host naming the field and its value, and exactly the findings and
+    outcomes of no baseline (STAB-003 since boot)."""
+    report = earlier(healthy, broken)
+    for host in ("n1", "n2"):
+        if field is None:
+            report["counters"][host] = value
+        else:
+            report["counters"][host][field] = value
+    path, report = with_baseline(healthy, broken, report, tmp_path)
+    for host in ("n1", "n2"):
+        [warning] = [w for w in report["policy_warnings"] if ", host %s:" % host in w]
+        assert warning.startswith("fabric_audit_baseline: %s, host %s: %s" % (path, host, said)), warning
+        assert warning.endswith("; %s is judged as without a baseline (uncorrectable PCIe errors since boot, growth "
+                                "not judged)" % host), warning
+        assert statuses(report, host) == statuses(no_baseline, host)
+        assert said in outcome(report, host, "STAB-001")["reason"]  # the reason says why, too
+    assert len(report["policy_warnings"]) == 2
+    assert stab(report) == stab(no_baseline)  # the same findings, word for word: STAB-003's fail since boot
+    [finding] = findings(report, "STAB-003", "n2")
+    assert finding["severity"] == "fail" and "1 non-fatal PCIe error(s) since boot (CmpltTO 1)" in finding["message"]
+    assert verdict(report) == verdict(no_baseline)
+    assert [r["basis"] for r in report["stability"]] == ["since boot (the baseline cannot be used)"] * 2
+
+
+def _deep(depth):
+    value = 0
+    for _level in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda i: i.update((n, dict({c: -4 for c in e if c != "kind"}, kind=e["kind"])) for n, e in list(i.items())),
+     "interfaces.bond0.carrier_changes -4 is not a counter (an integer from 0 to 2**64-1)"),
+    (lambda i: i.update((n, ["rx_crc_errors", 0]) for n in list(i)),
+     "interfaces.bond0 <list of 2 items> is not an object of counters"),
+    (lambda i: i.update((n, {c: _deep(300) for c in e}) for n, e in list(i.items())),
+     "interfaces.bond0.carrier_changes <object of 1 key> is not a counter"),
+    (lambda i: i.update((n, {c: [0] * 2000 for c in e}) for n, e in list(i.items())),
+     "interfaces.bond0.carrier_changes <list of 2000 items> is not a counter"),
+    (lambda i: i.update((n, {c: 10 ** 30 for c in e}) for n, e in list(i.items())),
+     "interfaces.bond0.carrier_changes <31-digit integer> is not a counter"),
+])
+def test_interface_counters_that_cannot_be_used_are_not_compared(healthy, broken, tmp_path, no_baseline, edit, said):
+    """Negative, a list, a deep or huge object, past 64 bits: the tester saw STAB-001/002 pass having compared
+    nothing. Now those counters are left out, named in one warning per host, and a rule that compared nothing is
+    not applicable (as without a baseline), never a pass."""
+    report = earlier(healthy, broken)
+    for host in ("n1", "n2"):
+        edit(report["counters"][host]["interfaces"])
+    path, report = with_baseline(healthy, broken, report, tmp_path)
+    for host in ("n1", "n2"):
+        [warning] = [w for w in report["policy_warnings"] if ", host %s:" % host in w]
+        assert warning.startswith("fabric_audit_baseline: %s, host %s: %s" % (path, host, said)), warning
+        # the first three named, then how many more
+        assert warning.endswith(" more); these are judged as without a baseline (not compared; uncorrectable PCIe "
+                                "errors since boot)"), warning
+        for rule in ("STAB-001", "STAB-002"):
+            assert outcome(report, host, rule)["status"] == "not_applicable", outcome(report, host, rule)
+            assert "no counter could be compared" in outcome(report, host, rule)["reason"]
+            assert findings(report, rule, host) == findings(no_baseline, rule, host) == []
+    assert len(report["policy_warnings"]) == 2
+    assert verdict(report) >= verdict(no_baseline)
+    # n2's AER counters were intact: its non-fatal error is judged as growth, still a fail
+    assert findings(report, "STAB-003", "n2")[0]["severity"] == "fail"
+
+
+def test_one_damaged_counter_is_left_out_the_others_compared(healthy, broken, tmp_path):
+    report = earlier(healthy, broken)
+    report["counters"]["n1"]["interfaces"]["ens3np0"]["rx_crc_errors"] = -4
+    report["counters"]["n2"]["aer"][NONFATAL]["nonfatal"]["total"] = "one"
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(report))
+    now = later(healthy, interfaces=[("ens3np0", "rx_crc_errors", 12), ("ens2np0", "rx_crc_errors", 5)])
+    report = audit({"n1": now, "n2": later(broken)}, baseline=str(path))
+    assert report["policy_warnings"] == [
+        "fabric_audit_baseline: %s, host n1: interfaces.ens3np0.rx_crc_errors -4 is not a counter (an integer from 0 "
+        "to 2**64-1); these are judged as without a baseline (not compared; uncorrectable PCIe errors since boot)"
+        % path,
+        "fabric_audit_baseline: %s, host n2: aer.%s.nonfatal.total \"one\" is not a counter (an integer from 0 to "
+        "2**64-1); these are judged as without a baseline (not compared; uncorrectable PCIe errors since boot)"
+        % (path, NONFATAL)]
+    # ens2np0's errors are growth since the baseline; ens3np0's one counter is not compared (no baseline for it)
+    [errors] = findings(report, "STAB-002")
+    assert errors["subject"] == "ens2np0" and errors["evidence"]["errors"] == {"rx_crc_errors": 5}
+    # an uncorrectable count the baseline cannot give: since boot, as without a baseline
+    [aer] = findings(report, "STAB-003", "n2")
+    assert aer["severity"] == "fail" and "since boot (not in the baseline)" in aer["message"]
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda c: c.update(uptime_s=c["uptime_s"] + 7200),
+     "uptime_s 93600.0 is larger than now (90000.0) on the same boot (boot_time 1764547200): the baseline comes from "
+     "the future"),
+    (lambda c: c.update(boot_time=c["boot_time"] + 86400),
+     "boot_time 1764633600 is after this boot's (1764547200): the baseline comes from the future (a boot that had "
+     "not happened yet)"),
+    (lambda c: c.update(boot_time=c["boot_time"] - 7200, uptime_s=c["uptime_s"] + 86400),
+     "its reading (boot_time 1764540000 + uptime_s 172800.0) is after this audit's (1764547200 + 90000.0): the "
+     "baseline comes from the future"),
+])
+def test_a_host_entry_from_the_future_is_not_used(healthy, broken, tmp_path, no_baseline, edit, said):
+    """A larger uptime on the same boot was read as a reboot (counters judged since boot, flaps not at all); a boot
+    time ahead was taken as is. Both come from another clock or a hand edit: named, and not used for that host."""
+    report = earlier(healthy, broken)
+    for host in ("n1", "n2"):
+        edit(report["counters"][host])
+    path, report = with_baseline(healthy, broken, report, tmp_path)
+    assert report["policy_warnings"] == [
+        "fabric_audit_baseline: %s, host %s: %s; %s is judged as without a baseline (uncorrectable PCIe errors since "
+        "boot, growth not judged)" % (path, host, said, host) for host in ("n1", "n2")]
+    assert stab(report) == stab(no_baseline) and verdict(report) == verdict(no_baseline)
+    assert "since boot (rebooted)" not in str(report["stability"])
+
+
+@pytest.mark.parametrize("generated_at, problem", [
+    ("2099-01-01T00:00:00+00:00", "from the future: generated_at 2099-01-01T00:00:00+00:00 is after this audit's time "
+                                  "(2027-01-01T01:00:00+00:00)"),
+    ("2027-01-01T02:00:00Z", "from the future: generated_at 2027-01-01T02:00:00Z is after this audit's time "
+                             "(2027-01-01T01:00:00+00:00)"),
+    (12, "a report whose generated_at 12 is not a time (ISO 8601): when it was taken is unknown"),
+    ("last tuesday", 'a report whose generated_at "last tuesday" is not a time (ISO 8601): when it was taken is '
+                     'unknown'),
+])
+def test_a_report_from_the_future_is_not_used(healthy, broken, tmp_path, generated_at, problem):
+    report = earlier(healthy, broken)
+    report["generated_at"] = generated_at
+    path = tmp_path / "future.json"
+    path.write_text(json.dumps(report))
+    assert read_baseline(str(path), "2027-01-01T01:00:00+00:00")["problem"] == problem
+    # this audit's time is 2027-01-01T01:00:00+00:00; the hosts read as they were
+    now = audit({"n1": healthy, "n2": broken}, baseline=str(path))
+    assert now["policy_warnings"] == ["fabric_audit_baseline: %s is %s; the stability rules judge without a baseline"
+                                      % (path, problem)]
+    assert now["baseline"][0]["usable"] is False and now["baseline"][0]["generated_at"] is None
+    assert stab(now) == stab(audit({"n1": healthy, "n2": broken}))
+
+
+def test_a_report_a_few_minutes_ahead_is_a_clock_step_not_the_future(healthy, broken, tmp_path):
+    report = earlier(healthy, broken)
+    report["generated_at"] = "2027-01-01T01:05:00+00:00"
+    path = tmp_path / "skew.json"
+    path.write_text(json.dumps(report))
+    assert read_baseline(str(path), "2027-01-01T01:00:00+00:00")["problem"] is None
+
+
+def test_many_damaged_hosts_are_bounded_warnings(healthy, tmp_path):
+    """A thousand damaged host entries: twenty named lines and one line for the rest, quickly."""
+    import time
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import (
+        baseline_warnings, check_counters,
+    )
+    entry = {"uptime_s": "x"}
+    checks = dict(("h%04d" % i, check_counters(entry, healthy["counters"])) for i in range(1000))
+    started = time.time()
+    warnings = baseline_warnings({"b.json": {"problem": None, "counters": dict((h, entry) for h in checks)}},
+                                 {"b.json": sorted(checks)}, {"b.json": checks})
+    assert time.time() - started < 1 and len(warnings) == 21
+    assert warnings[-1] == ("fabric_audit_baseline: b.json holds fields that cannot be used for 980 more host(s) "
+                            "(h0020, h0021, h0022 and 977 more); each is judged as without a baseline where its "
+                            "fields cannot be used")
+
+
+# any value a counter, an uptime or a boot time cannot be (None aside: a counter the kernel did not expose)
+_NOT_A_COUNTER = st.one_of(
+    st.text(max_size=12), st.integers(max_value=-1), st.integers(min_value=2 ** 64, max_value=10 ** 400),
+    st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
+    st.lists(st.integers(min_value=0, max_value=9), max_size=4),
+    st.dictionaries(st.text(max_size=4), st.integers(min_value=0, max_value=9), max_size=3),
+    st.integers(min_value=1, max_value=400).map(_deep))
+_NOT_SECONDS = st.one_of(_NOT_A_COUNTER.filter(lambda v: not (isinstance(v, int) and not isinstance(v, bool)
+                                                              and 0 <= v <= 3 * 10 ** 9)),
+                         st.floats(min_value=-1e12, max_value=-1e-3))
+_NOT_AN_OBJECT = st.one_of(st.text(max_size=8), st.integers(), st.floats(allow_nan=True), st.booleans(),
+                           st.lists(st.integers(), max_size=3))
+
+
+@st.composite
+def damages(draw):
+    """1 to 4 (host, path, value): a field of the baseline report made unusable."""
+    found = []
+    for _damage in range(draw(st.integers(min_value=1, max_value=4))):
+        host = draw(st.sampled_from(["n1", "n2"]))
+        kind = draw(st.sampled_from(["entry", "uptime_s", "boot_time", "interfaces", "interface", "counter", "aer",
+                                     "aer_total", "tcp", "tcp_counter"]))
+        name = draw(st.sampled_from(["ens3np0", "bond0", "eno1", "enp193s0f0np0"]))
+        counter = draw(st.sampled_from(["carrier_down_count", "carrier_changes", "rx_crc_errors", "rx_dropped",
+                                        "rx_packets", "tx_errors"]))
+        address = draw(st.sampled_from([NONFATAL, "0000:10:01.0", "0000:00:1c.0"]))
+        aer_kind = draw(st.sampled_from(["nonfatal", "fatal", "correctable"]))
+        path, strategy = {
+            "entry": ((), _NOT_AN_OBJECT), "uptime_s": (("uptime_s",), _NOT_SECONDS),
+            "boot_time": (("boot_time",), _NOT_SECONDS), "interfaces": (("interfaces",), _NOT_AN_OBJECT),
+            "interface": (("interfaces", name), _NOT_AN_OBJECT),
+            "counter": (("interfaces", name, counter), _NOT_A_COUNTER),
+            "aer": (("aer", address), _NOT_AN_OBJECT),
+            "aer_total": (("aer", address, aer_kind, "total"), _NOT_A_COUNTER),
+            "tcp": (("tcp",), _NOT_AN_OBJECT), "tcp_counter": (("tcp", "out_segs"), _NOT_A_COUNTER)}[kind]
+        found.append((host, path, draw(strategy)))
+    return found
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(damage=damages())
+@example(damage=[("n1", ("interfaces",), ""), ("n1", ("uptime_s",), 0.0), ("n1", ("boot_time",), 0.0)])  # a reboot
+def test_no_damage_judges_more_leniently_than_no_baseline(healthy, broken, no_baseline, damage):
+    """The property: whatever is damaged in an earlier report (here one that, intact, judges n2's non-fatal error as
+    growth), the fail and warn findings are at least those of no baseline; every damaged host is named in a warning;
+    nothing crashes; a rule that compared nothing does not pass."""
+    report = _earlier_cache(healthy, broken)
+    for host, path, value in damage:
+        entry = report["counters"]
+        key = host
+        for part in path:
+            if not isinstance(entry.get(key), dict):
+                break
+            entry, key = entry[key], part
+        else:
+            entry[key] = value
+    with tempfile.TemporaryDirectory() as directory:
+        file_path = os.path.join(directory, "damaged.json")
+        with open(file_path, "w") as handle:
+            handle.write(json.dumps(report))
+        result = audit({"n1": later(healthy), "n2": later(broken)}, baseline=file_path)
+    assert not [f for f in result["findings"] if f.get("internal_error")]
+    assert verdict(result) >= verdict(no_baseline)
+    for host in set(h for h, _p, _v in damage):
+        check = check_counters(report["counters"][host], later(healthy)["counters"])
+        if check["host"] or check["fields"]:
+            assert [w for w in result["policy_warnings"] if ", host %s: " % host in w], result["policy_warnings"]
+        if check["counters"] is None:  # the entry cannot be used: exactly as without a baseline
+            assert statuses(result, host) == statuses(no_baseline, host)
+            assert [f for f in stab(result) if f["host"] == host] == [f for f in stab(no_baseline) if f["host"] == host]
+        elif not any(check["counters"]["interfaces"].values()) and not _rebooted(check["counters"], later(healthy)):
+            # no interface counter left to compare (after a reboot, the counters since boot are judged instead)
+            for rule in ("STAB-001", "STAB-002"):
+                assert result["outcomes"][host][rule]["status"] == "not_applicable", result["outcomes"][host][rule]
+
+
+def _rebooted(before, now):
+    """Whether the baseline reading ``before`` is of an earlier boot than ``now`` (stab.py's test, restated from its
+    documented meaning: a lower uptime, or boot times further apart than the slack)."""
+    now = now["counters"]
+    if now["uptime_s"] < before["uptime_s"]:
+        return True
+    return (now.get("boot_time") is not None and before.get("boot_time") is not None
+            and abs(now["boot_time"] - before["boot_time"]) > BOOT_TIME_SLACK_S)
+
+
+_EARLIER = {}
+
+
+def _earlier_cache(healthy, broken):
+    if "report" not in _EARLIER:
+        _EARLIER["report"] = render_json(earlier(healthy, broken))
+    return json.loads(_EARLIER["report"])

@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""topology_facts with the inventory's facts settings: an option the task does not give is taken from the host's
+fabric_facts_* variable (declared in plugins/plugin_utils/_intent/declared.py and checked by each playbook's
+pre-flight), so every play and role gathers the same way from one statement of those settings (issue 31: the task
+was written out nine times, with nvml in two of them and lldp_socket in three). The module runs on the node as
+before."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import DECLARED, check_values, normal
+
+# option -> the variable that gives it when the task does not
+SETTINGS = (("source", "fabric_facts_source"), ("root", "fabric_facts_root"), ("path", "fabric_facts_path"),
+            ("nvml", "fabric_facts_nvml"), ("lldp_socket", "fabric_facts_lldp_socket"))
+# Where the facts come from is one setting in three options: a task that names any of them names the source itself
+# (a capture's path from the inventory does not join a task's own source: sysfs)
+SOURCE = ("source", "root", "path")
+
+
+class ActionModule(ActionBase):
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = dict(self._task.args)
+        given = set(args) | (set(SOURCE) if set(SOURCE) & set(args) else set())
+        for option, variable in SETTINGS:
+            if option in given or variable not in task_vars:
+                continue
+            try:
+                value = self._templar.template(task_vars[variable])
+            except Exception as error:  # pylint: disable=broad-except  # a template that fails: named, no traceback
+                result.update(failed=True, msg="topology_facts: %s: cannot be read: %s" % (
+                    variable, (str(error).splitlines() or [""])[0][:300]))
+                return result
+            errors = []
+            check_values({variable: value}, errors)  # as the pre-flight words it (it says so first, in a playbook)
+            if errors:
+                result.update(failed=True, msg="topology_facts: %s" % "; ".join(errors))
+                return result
+            value = normal(DECLARED[variable], value)  # unset is the default; YAML's yes for nvml is "yes"
+            if value is not None:
+                args[option] = value
+        result.update(self._execute_module(module_name="gpuops.fabric.topology_facts", module_args=args,
+                                           task_vars=task_vars))
+        return result

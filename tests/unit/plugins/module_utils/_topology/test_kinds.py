@@ -1,0 +1,60 @@
+"""The PCI device kinds are the facts' contract (module_utils/_topology/model.py): each consumer names the groups
+there and never spells a kind itself (issue 31: they were re-spelled in four places, one with an "apu" no fact
+carries). Every capture's kinds are held to the contract in tests/unit/plugins/plugin_utils/_audit/
+test_link_verdict_agrees.py, where the captures are read anyway."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+from conftest import REPO
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology import model
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import LOWERS_GENERATION_AT_IDLE
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.topology_svg import KIND_WORDS
+
+
+def test_the_groups_partition_the_kinds():
+    groups = (model.ACCELERATOR_KINDS, model.NETWORK_KINDS, (model.KIND_NVME,), model.BRIDGE_KINDS,
+              (model.KIND_OTHER,))
+    flat = [k for group in groups for k in group]
+    assert sorted(flat) == sorted(model.KINDS) and len(set(flat)) == len(flat)
+    assert set(model.INTERNAL_KINDS) < set(model.BRIDGE_KINDS)
+    assert sorted(v for k, v in vars(model).items() if k.startswith("KIND_")) == sorted(model.KINDS)
+
+
+def test_consumers_use_the_contract():
+    assert LOWERS_GENERATION_AT_IDLE == model.ACCELERATOR_KINDS
+    assert sorted(KIND_WORDS) == sorted(model.KINDS)  # a word for each kind, and none for a kind no fact carries
+
+
+# a kind compared as a literal: kind == "gpu", kind in ("nic", "rdma"), d["kind"] not in ("root_port", ...)
+SPELLED = re.compile(r"kind[\"')\]]*\s*(?:==|!=|\bin\b|\bnot in\b)\s*[(\[]?\s*[\"'](%s)[\"']"
+                     % "|".join(re.escape(k) for k in model.KINDS))
+WORDS = re.compile(r"[\"'](%s|apu)[\"']" % "|".join(re.escape(k) for k in model.KINDS if "_" in k or k == "nvme"))
+HOME = "plugins/module_utils/_topology/model.py"
+
+
+def spelled(text):
+    return [line.strip() for line in text.splitlines() if SPELLED.search(line) or WORDS.search(line)]
+
+
+def test_the_scan_finds_a_kind_spelled_out():
+    assert spelled('        if dev["kind"] not in ("gpu", "accelerator", "nic", "rdma"):\n')
+    assert spelled('ENDPOINTS = ("gpu", "apu", "accelerator", "nic", "rdma", "nvme")\n')
+    assert spelled('    if d.kind == "switch_upstream":\n')
+    assert not spelled('        if dev["kind"] not in ACCELERATOR_KINDS + NETWORK_KINDS:\n')
+    assert not spelled('    for rdma in facts.get("rdma") or []:\n')  # the facts' key, not a kind
+
+
+def test_no_kind_is_spelled_outside_the_contract():
+    found = []
+    for top, _dirs, files in os.walk(os.path.join(REPO, "plugins")):
+        for name in sorted(files):
+            path = os.path.relpath(os.path.join(top, name), REPO)
+            if name.endswith(".py") and path != HOME:
+                with open(os.path.join(top, name), encoding="utf-8") as handle:
+                    found += ["%s: %s" % (path, line) for line in spelled(handle.read())]
+    assert not found, "name the kinds of module_utils/_topology/model.py:\n" + "\n".join(found)
