@@ -248,10 +248,12 @@ def test_site_end_to_end(vms, ansible_env, tmp_path):
     check = playbook(ansible_env, inventory, "gpuops.fabric.tuning", "--check")
     assert check.returncode == 0 and changed(check.stdout, "vm1") == 0 and changed(check.stdout, "vm2") == 0
     # The repeat run with the probes: DF pings at 8972 bytes and iperf3 over the real bond and VLANs. The "cables" are
-    # qemu sockets under software emulation (a few hundred Mbit/s, not the 100G the virtio NICs report), so the
-    # networks are declared 100 Mb/s here: the judgement runs, on a link whose speed is stated honestly.
+    # qemu sockets under software emulation, not the 100G the virtio NICs report: a few hundred Mbit/s on an idle
+    # machine, but under 80 Mbit/s on a busy CI machine (PROBE-003 failed there against 100 Mb/s declared). So the
+    # networks are declared 10 Mb/s, a floor emulation clears with room: the judgement runs on the real path, and
+    # PROBE-003's arithmetic against a link that is really that slow is the namespace tests' (tc tbf).
     for net in group["fabric_networks"].values():
-        net["speed_mbps"] = 100
+        net["speed_mbps"] = 10
     inventory = write_inventory(data, tmp_path / "site-inventory.yml")
     # the first run's report is the repeat's baseline: nothing flapped or counted errors in between
     baseline = str(tmp_path / "first-report.json")
