@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NETDEV_LOOPBACK
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_sides
 
 
@@ -50,7 +51,7 @@ def summarize(facts):
             gpu["kind"].upper(), gpu["address"], gpu.get("vendor"), _numa(gpu.get("numa_node")), _link(link),
             near, extra))
     for nic in facts.get("nics", []) or []:
-        if nic.get("kind") in ("loopback",):
+        if nic.get("kind") == NETDEV_LOOPBACK:
             continue
         speed = "%d Mb/s" % nic["speed_mbps"] if nic.get("speed_mbps") else "speed ?"
         where = "%s %s" % (nic.get("address") or "-", _numa(nic.get("numa_node"))) if nic.get("address") else "virtual"

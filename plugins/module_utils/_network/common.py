@@ -44,6 +44,14 @@ def parse_ini(text, path=None, problems=None):
     return entries
 
 
+# The kinds of the interfaces in a network plan (plugin_utils/_intent/plan.py writes them, the backends render and
+# read them back), in the order a plan lists them: ports first, then the bonds over them, then the VLANs.
+IFACE_ETHERNET = "ethernet"
+IFACE_BOND = "bond"
+IFACE_VLAN = "vlan"
+IFACE_KINDS = (IFACE_ETHERNET, IFACE_BOND, IFACE_VLAN)
+
+
 def link_members(ifaces):
     by_name = dict((i["name"], i) for i in ifaces)
     for iface in ifaces:
@@ -54,8 +62,7 @@ def link_members(ifaces):
 
 
 def interface_order(ifaces):
-    order = {"ethernet": 0, "bond": 1, "vlan": 2}
-    return sorted(ifaces, key=lambda i: (order[i["kind"]], i["name"]))
+    return sorted(ifaces, key=lambda i: (IFACE_KINDS.index(i["kind"]), i["name"]))
 
 
 MARKER_RE = re.compile(r"^# network (.+) role (\S+) on (\S+)$", re.M)
@@ -126,6 +133,6 @@ def _file_part(name):
 
 def _primary_of(plan, bond_name):
     for iface in plan["interfaces"]:
-        if iface["kind"] == "bond" and iface["name"] == bond_name:
+        if iface["kind"] == IFACE_BOND and iface["name"] == bond_name:
             return iface.get("primary")
     return None

@@ -12,7 +12,8 @@ __metaclass__ = type
 
 import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import (
-    _iface, _int, _mapping, _markers, _q, _routes, _sequence, HEADER, link_members, on_root,
+    _iface, _int, _mapping, _markers, _q, _routes, _sequence, HEADER, IFACE_BOND, IFACE_ETHERNET, IFACE_VLAN,
+    link_members, on_root,
 )
 
 # Where netplan reads its files, and the one this collection owns there. Nothing else is touched.
@@ -47,7 +48,7 @@ def parse_netplan(text, path="netplan file", problems=None):
         problems.append("%s: no 'network:' mapping; netplan would read nothing from it" % path)
     data = _mapping(_mapping(loaded).get("network"))
     ifaces = []
-    for kind, section in (("ethernet", "ethernets"), ("bond", "bonds"), ("vlan", "vlans")):
+    for kind, section in ((IFACE_ETHERNET, "ethernets"), (IFACE_BOND, "bonds"), (IFACE_VLAN, "vlans")):
         for name, conf in sorted(_mapping(data.get(section)).items(), key=lambda item: str(item[0])):
             conf = _mapping(conf)
             iface = _iface(str(name), kind)
@@ -60,7 +61,7 @@ def parse_netplan(text, path="netplan file", problems=None):
                 else:
                     iface["routes"].append({"to": str(route.get("to")), "via": str(route.get("via")),
                                             "metric": _int(route.get("metric"))})
-            if kind == "bond":
+            if kind == IFACE_BOND:
                 params = _mapping(conf.get("parameters"))
                 iface["members"] = [str(m) for m in _sequence(conf.get("interfaces"))]
                 iface["mode"] = str(params.get("mode", "balance-rr"))
@@ -68,7 +69,7 @@ def parse_netplan(text, path="netplan file", problems=None):
                 iface["lacp_rate"] = params.get("lacp-rate")
                 iface["xmit_hash_policy"] = params.get("transmit-hash-policy")
                 iface["primary"] = params.get("primary")
-            if kind == "vlan":
+            if kind == IFACE_VLAN:
                 iface["id"] = _int(conf.get("id"))
                 iface["parent"] = conf.get("link")
             ifaces.append(iface)
@@ -79,9 +80,9 @@ def render_netplan(plan):
     sections = {"ethernets": [], "bonds": [], "vlans": []}
     for iface in plan["interfaces"]:
         lines = ["    %s:" % _q(iface["name"])]
-        if iface["kind"] == "bond":
+        if iface["kind"] == IFACE_BOND:
             lines.append("      interfaces: [%s]" % ", ".join(_q(m) for m in iface["members"]))
-        if iface["kind"] == "vlan":
+        if iface["kind"] == IFACE_VLAN:
             lines.append("      id: %d" % iface["id"])
             lines.append("      link: %s" % _q(iface["parent"]))
         if iface.get("mtu"):
@@ -100,7 +101,7 @@ def render_netplan(plan):
                 lines.append("          via: %s" % _q(route["via"]))
                 if route.get("metric") is not None:
                     lines.append("          metric: %d" % route["metric"])
-        if iface["kind"] == "bond":
+        if iface["kind"] == IFACE_BOND:
             lines.append("      parameters:")
             lines.append("        mode: %s" % _q(iface["mode"]))
             lines.append("        mii-monitor-interval: %d" % iface["miimon"])
@@ -110,7 +111,7 @@ def render_netplan(plan):
                 lines.append("        transmit-hash-policy: %s" % _q(iface["xmit_hash_policy"]))
             if iface.get("primary"):
                 lines.append("        primary: %s" % _q(iface["primary"]))
-        sections[{"ethernet": "ethernets", "bond": "bonds", "vlan": "vlans"}[iface["kind"]]].append("\n".join(lines))
+        sections[{IFACE_ETHERNET: "ethernets", IFACE_BOND: "bonds", IFACE_VLAN: "vlans"}[iface["kind"]]].append("\n".join(lines))
     out = ["# " + HEADER] + _markers(plan, plan["interfaces"]) + ["network:", "  version: 2"]
     for key in ("ethernets", "bonds", "vlans"):
         if sections[key]:

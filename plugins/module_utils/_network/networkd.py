@@ -14,7 +14,8 @@ import os
 import re
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import networkd_value
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import (
-    _file_part, _iface, _int, _markers, _primary_of, HEADER, interface_order, parse_ini,
+    _file_part, _iface, _int, _markers, _primary_of, HEADER, IFACE_BOND, IFACE_ETHERNET, IFACE_VLAN, interface_order,
+    parse_ini,
 )
 
 # Where systemd-networkd reads its files, and the names this collection owns there (PREFIX + interface + .netdev
@@ -44,15 +45,16 @@ def parse_networkd(files, problems=None):
         entries = parse_ini(files[path], path, problems)
         values = dict(((s, k), v) for s, k, v in entries)
         if path.endswith(".netdev"):
-            name, kind = values.get(("NetDev", "Name")), values.get(("NetDev", "Kind"))
-            if not name or kind not in ("bond", "vlan"):
+            name = values.get(("NetDev", "Name"))
+            kind = {"bond": IFACE_BOND, "vlan": IFACE_VLAN}.get(values.get(("NetDev", "Kind")))
+            if not name or kind is None:
                 if problems is not None:
                     problems.append("%s: no [NetDev] Name= with Kind=bond or vlan" % path)
                 continue
             iface = ifaces.setdefault(name, _iface(name, kind))
             iface["kind"] = kind
             iface["mtu"] = iface["mtu"] or _int(values.get(("NetDev", "MTUBytes")))
-            if kind == "bond":
+            if kind == IFACE_BOND:
                 iface["mode"] = values.get(("Bond", "Mode"), "balance-rr")
                 iface["miimon"] = _milliseconds(values.get(("Bond", "MIIMonitorSec"), "0"))
                 iface["lacp_rate"] = values.get(("Bond", "LACPTransmitRate"))
@@ -66,7 +68,7 @@ def parse_networkd(files, problems=None):
                 if problems is not None:
                     problems.append("%s: no [Match] Name=" % path)
                 continue
-            iface = ifaces.setdefault(name, _iface(name, "ethernet"))
+            iface = ifaces.setdefault(name, _iface(name, IFACE_ETHERNET))
             iface["mtu"] = _int(values.get(("Link", "MTUBytes"))) or iface["mtu"]
             route = None
             for section, key, value in entries:
@@ -106,16 +108,16 @@ def render_networkd(plan):
     files = {}
     vlans_on = {}
     for iface in plan["interfaces"]:
-        if iface["kind"] == "vlan":
+        if iface["kind"] == IFACE_VLAN:
             vlans_on.setdefault(iface["parent"], []).append(iface["name"])
     for iface in plan["interfaces"]:
         name = iface["name"]
         base = "%s/%s%s" % (DIRECTORY, PREFIX, _file_part(name))
-        if iface["kind"] in ("bond", "vlan"):
+        if iface["kind"] in (IFACE_BOND, IFACE_VLAN):
             netdev = ["# " + HEADER, "[NetDev]", "Name=%s" % networkd_value(name), "Kind=%s" % iface["kind"]]
             if iface.get("mtu"):
                 netdev.append("MTUBytes=%d" % iface["mtu"])
-            if iface["kind"] == "bond":
+            if iface["kind"] == IFACE_BOND:
                 netdev += ["", "[Bond]", "Mode=%s" % networkd_value(iface["mode"]),
                            "MIIMonitorSec=%dms" % iface["miimon"]]
                 if iface.get("lacp_rate"):
@@ -129,7 +131,7 @@ def render_networkd(plan):
         if iface.get("mtu"):
             network += ["[Link]", "MTUBytes=%d" % iface["mtu"], ""]
         network.append("[Network]")
-        if iface["kind"] == "ethernet" and iface.get("bond"):
+        if iface["kind"] == IFACE_ETHERNET and iface.get("bond"):
             network.append("Bond=%s" % networkd_value(iface["bond"]))
             if iface["name"] == _primary_of(plan, iface["bond"]):
                 network.append("PrimarySlave=true")

@@ -15,7 +15,8 @@ import re
 import uuid
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import keyfile_value
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import (
-    _file_part, _iface, _int, _markers, HEADER, interface_order, on_root, parse_ini,
+    _file_part, _iface, _int, _markers, HEADER, IFACE_BOND, IFACE_ETHERNET, IFACE_VLAN, interface_order, on_root,
+    parse_ini,
 )
 
 # Where NetworkManager keeps its keyfiles, and the names this collection owns there. Nothing else is touched.
@@ -51,7 +52,7 @@ def parse_keyfiles(texts, paths=None, problems=None):
                 parts = value.split(",") + [None, None]
                 route = {"to": parts[0], "via": parts[1] or None, "metric": _int(parts[2]) if parts[2] else None}
                 routes.append((_int(key[5:]), section, route))
-        kind = {"ethernet": "ethernet", "802-3-ethernet": "ethernet", "bond": "bond", "vlan": "vlan"}.get(
+        kind = {"ethernet": IFACE_ETHERNET, "802-3-ethernet": IFACE_ETHERNET, "bond": IFACE_BOND, "vlan": IFACE_VLAN}.get(
             values.get(("connection", "type")))
         name = values.get(("connection", "interface-name"))
         if kind is None or not name:
@@ -67,13 +68,13 @@ def parse_keyfiles(texts, paths=None, problems=None):
         iface["routes"] = [r for _n, _f, r in sorted(routes, key=lambda x: (family_order[x[1]], x[0]))]
         if values.get(("connection", "slave-type")) == "bond":
             iface["bond"] = values.get(("connection", "master"))
-        if kind == "bond":
+        if kind == IFACE_BOND:
             iface["mode"] = values.get(("bond", "mode"), "balance-rr")
             iface["miimon"] = _int(values.get(("bond", "miimon"), 0))
             iface["lacp_rate"] = values.get(("bond", "lacp_rate"))
             iface["xmit_hash_policy"] = values.get(("bond", "xmit_hash_policy"))
             iface["primary"] = values.get(("bond", "primary"))
-        if kind == "vlan":
+        if kind == IFACE_VLAN:
             iface["id"] = _int(values.get(("vlan", "id")))
             iface["parent"] = values.get(("vlan", "parent"))
         ifaces.append(iface)
@@ -117,16 +118,16 @@ def render_networkmanager(plan):
     files = {}
     for iface in plan["interfaces"]:
         name = iface["name"]
-        nm_type = {"ethernet": "ethernet", "bond": "bond", "vlan": "vlan"}[iface["kind"]]
+        nm_type = {IFACE_ETHERNET: "ethernet", IFACE_BOND: "bond", IFACE_VLAN: "vlan"}[iface["kind"]]
         lines = ["# " + HEADER] + _markers(plan, [iface]) + [
             "[connection]", "id=%s%s" % (PREFIX, keyfile_value(name)), "uuid=%s" % _nm_uuid(name), "type=%s" % nm_type,
             "interface-name=%s" % keyfile_value(name)]
-        if iface["kind"] == "ethernet" and iface.get("bond"):
+        if iface["kind"] == IFACE_ETHERNET and iface.get("bond"):
             lines += ["master=%s" % keyfile_value(iface["bond"]), "slave-type=bond"]
         lines.append("")
         if iface.get("mtu"):
             lines += ["[ethernet]", "mtu=%d" % iface["mtu"], ""]
-        if iface["kind"] == "bond":
+        if iface["kind"] == IFACE_BOND:
             lines += ["[bond]", "miimon=%d" % iface["miimon"], "mode=%s" % keyfile_value(iface["mode"])]
             if iface.get("lacp_rate"):
                 lines.append("lacp_rate=%s" % keyfile_value(iface["lacp_rate"]))
@@ -135,9 +136,9 @@ def render_networkmanager(plan):
             if iface.get("primary"):
                 lines.append("primary=%s" % keyfile_value(iface["primary"]))
             lines.append("")
-        if iface["kind"] == "vlan":
+        if iface["kind"] == IFACE_VLAN:
             lines += ["[vlan]", "flags=1", "id=%d" % iface["id"], "parent=%s" % keyfile_value(iface["parent"]), ""]  # 1: reorder headers
-        if not (iface["kind"] == "ethernet" and iface.get("bond")):
+        if not (iface["kind"] == IFACE_ETHERNET and iface.get("bond")):
             lines += _nm_ip("ipv4", "ipv4", iface) + [""] + _nm_ip("ipv6", "ipv6", iface) + [""]
         files["%s/%s%s%s" % (DIRECTORY, PREFIX, _file_part(name), SUFFIX)] = ("\n".join(lines).rstrip("\n") + "\n", "0600")
     return files

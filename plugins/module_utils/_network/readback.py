@@ -11,7 +11,7 @@ __metaclass__ = type
 
 import ipaddress
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import BY_NAME
-from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import markers
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import IFACE_BOND, IFACE_VLAN, markers
 
 
 def parse(backend, files):
@@ -33,7 +33,7 @@ def to_intent(ifaces, marks):
     intent = {"fabric_networks": {}, "fabric_bonds": {}, "fabric_attachments": {}, "fabric_addresses": {}}
     missing = []
     for iface in ifaces:
-        if iface["kind"] != "bond":
+        if iface["kind"] != IFACE_BOND:
             continue
         bond = {"members": list(iface["members"]), "mode": iface["mode"], "miimon": iface["miimon"]}
         for key in ("lacp_rate", "xmit_hash_policy", "primary", "mtu"):
@@ -44,17 +44,17 @@ def to_intent(ifaces, marks):
         if iface["bond"]:
             continue
         named = marks.get(iface["name"]) or []
-        if not named and not iface["addresses"] and iface["kind"] != "vlan":
+        if not named and not iface["addresses"] and iface["kind"] != IFACE_VLAN:
             continue  # a parent that only carries VLANs: its MTU follows from them
         if named:
             network, role = named[0]
         else:
-            network = "vlan%d" % iface["id"] if iface["kind"] == "vlan" else iface["name"]
+            network = "vlan%d" % iface["id"] if iface["kind"] == IFACE_VLAN else iface["name"]
             role = "management" if iface["gateways"] else "training"
             missing.append("%s: no marker comment names its network; called it %s with role %s"
                            % (iface["name"], network, role))
         net = {"role": role}
-        if iface["kind"] == "vlan":
+        if iface["kind"] == IFACE_VLAN:
             net["vlan"] = iface["id"]
         if iface["mtu"]:
             net["mtu"] = iface["mtu"]
@@ -86,7 +86,7 @@ def to_intent(ifaces, marks):
             missing.append("%s: also carries network %s, which one interface cannot hold twice"
                            % (iface["name"], extra[0]))
         intent["fabric_networks"][network] = net
-        intent["fabric_attachments"][network] = iface["parent"] if iface["kind"] == "vlan" else iface["name"]
+        intent["fabric_attachments"][network] = iface["parent"] if iface["kind"] == IFACE_VLAN else iface["name"]
         if address:
             intent["fabric_addresses"][network] = address
     return intent, missing

@@ -41,6 +41,20 @@ ENDPOINT_KINDS = ACCELERATOR_KINDS + NETWORK_KINDS + (KIND_NVME,)
 INTERNAL_KINDS = (KIND_ROOT_PORT, KIND_SWITCH_DOWN)
 KINDS = ENDPOINT_KINDS + BRIDGE_KINDS + (KIND_OTHER,)
 
+# The kinds of a network interface (facts' nics[].kind), the same contract: consumers name these and the groups.
+NETDEV_PHYSICAL = "physical"  # a port on a PCI function of its own (Ethernet, RoCE)
+NETDEV_IPOIB = "ipoib"        # IP over an InfiniBand port (also a PCI function's)
+NETDEV_BOND = "bond"
+NETDEV_VLAN = "vlan"
+NETDEV_BRIDGE = "bridge"
+NETDEV_VIRTUAL = "virtual"    # veth, tunnels, a captured link whose target was not captured
+NETDEV_LOOPBACK = "loopback"
+PORT_NETDEVS = (NETDEV_PHYSICAL, NETDEV_IPOIB)  # on a device of their own: a slot, a NUMA node, a PCIe link
+# what can carry a training or storage network: a port, or a bond or VLAN over ports
+CARRIER_NETDEVS = PORT_NETDEVS + (NETDEV_BOND, NETDEV_VLAN)
+SOFTWARE_NETDEVS = (NETDEV_BRIDGE, NETDEV_VIRTUAL)  # in the kernel only: no port of their own below
+NETDEV_KINDS = CARRIER_NETDEVS + SOFTWARE_NETDEVS + (NETDEV_LOOPBACK,)
+
 
 @dataclass
 class PciDevice:
@@ -92,7 +106,7 @@ class NumaNode:
 class NetDev:
     name: str
     pci_address: Optional[str] = None
-    kind: str = "physical"            # physical, bond, vlan, bridge, ipoib, virtual, loopback
+    kind: str = NETDEV_PHYSICAL       # one of NETDEV_KINDS
     driver: Optional[str] = None
     speed_mbps: Optional[int] = None
     duplex: Optional[str] = None

@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NETDEV_LOOPBACK
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_sides, nic_link
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 
@@ -56,7 +57,7 @@ def link_rows(facts_by_host):
             gpus.append({"host": host, "class": "gpu", "device": name, "kind": _text(gpu.get("kind")) or "gpu",
                          "address": address, "model": _text(gpu.get("name")), "pcie": _pcie(gpu.get("link"))})
         for nic in facts.get("nics") if isinstance(facts.get("nics"), list) else []:
-            if not isinstance(nic, dict) or nic.get("kind") == "loopback" or not _text(nic.get("name")):
+            if not isinstance(nic, dict) or nic.get("kind") == NETDEV_LOOPBACK or not _text(nic.get("name")):
                 continue
             operstate = _text(nic.get("operstate"))
             nics.append({"host": host, "class": "nic", "device": _text(nic.get("name")), "kind": "nic",

@@ -10,6 +10,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import type_word, vlan_interface
+from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import (
+    IFACE_BOND, IFACE_ETHERNET, IFACE_VLAN, interface_order,
+)
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NETDEV_BOND, NETDEV_LOOPBACK, NETDEV_VLAN
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.addresses import host_addresses
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import key_path
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import (
@@ -43,9 +47,9 @@ def plan_host(host, hostvars, facts, index=None):
     member_of = dict((m, b["name"]) for b in bonds.values() for m in b["members"])
     for bond in bonds.values():
         for member in bond["members"]:
-            interfaces[member] = {"name": member, "kind": "ethernet", "bond": bond["name"], "mtu": None,
+            interfaces[member] = {"name": member, "kind": IFACE_ETHERNET, "bond": bond["name"], "mtu": None,
                                   "networks": [], "addresses": [], "routes": []}
-        interfaces[bond["name"]] = dict({"kind": "bond", "networks": [], "addresses": [], "routes": [],
+        interfaces[bond["name"]] = dict({"kind": IFACE_BOND, "networks": [], "addresses": [], "routes": [],
                                          "mtu_from": "fabric_bonds.%s.mtu" % bond["name"] if bond["mtu"] else None},
                                         **bond)
     untagged, default_routes = {}, {}
@@ -67,14 +71,14 @@ def plan_host(host, hostvars, facts, index=None):
         if device not in bonds and present is not None and device not in present:
             errors.append("%s: %r is neither a bond in fabric_bonds nor an interface on this host" % (where, device))
             continue
-        if device not in bonds and present is not None and present[device].get("kind") in ("bond", "vlan", "loopback"):
+        if device not in bonds and present is not None and present[device].get("kind") in (NETDEV_BOND, NETDEV_VLAN, NETDEV_LOOPBACK):
             errors.append("%s: %r is an existing %s interface this intent does not own; attach networks to ports or "
                           "to bonds in fabric_bonds (VLANs come from fabric_networks.<name>.vlan)"
                           % (where, device, present[device]["kind"]))
             continue
         net = networks[network_name]
         if device not in interfaces:
-            interfaces[device] = {"name": device, "kind": "ethernet", "bond": None, "mtu": None, "networks": [],
+            interfaces[device] = {"name": device, "kind": IFACE_ETHERNET, "bond": None, "mtu": None, "networks": [],
                                   "addresses": [], "routes": []}
         target = device
         if net["vlan"] is not None:
@@ -85,7 +89,7 @@ def plan_host(host, hostvars, facts, index=None):
                 errors.append("%s: VLAN %d on %s is already used by network %s" % (
                     where, net["vlan"], device, interfaces[target]["networks"][0]))
                 continue
-            interfaces[target] = {"name": target, "kind": "vlan", "parent": device, "id": net["vlan"], "mtu": None,
+            interfaces[target] = {"name": target, "kind": IFACE_VLAN, "parent": device, "id": net["vlan"], "mtu": None,
                                   "networks": [], "addresses": [], "routes": []}
         else:
             if device in untagged:
@@ -127,7 +131,7 @@ def plan_host(host, hostvars, facts, index=None):
 
     # Parents carry at least the largest MTU riding on them: VLAN -> its parent, bond -> its members.
     for iface in list(interfaces.values()):
-        if iface["kind"] == "vlan" and iface["mtu"]:
+        if iface["kind"] == IFACE_VLAN and iface["mtu"]:
             parent = interfaces[iface["parent"]]
             declared = bonds.get(parent["name"], {}).get("mtu")
             if declared and declared < iface["mtu"]:
@@ -136,7 +140,7 @@ def plan_host(host, hostvars, facts, index=None):
             if iface["mtu"] > (parent["mtu"] or 0):
                 parent["mtu"], parent["mtu_from"] = iface["mtu"], iface.get("mtu_from")
     for iface in list(interfaces.values()):
-        if iface["kind"] == "bond" and iface["mtu"]:
+        if iface["kind"] == IFACE_BOND and iface["mtu"]:
             for member in iface["members"]:
                 if iface["mtu"] > (interfaces[member]["mtu"] or 0):
                     interfaces[member]["mtu"], interfaces[member]["mtu_from"] = iface["mtu"], iface.get("mtu_from")
@@ -156,15 +160,14 @@ def plan_host(host, hostvars, facts, index=None):
         if wanted and final and final > wanted:
             warnings.append("fabric_networks.%s.mtu: %d, but %s carries it untagged at MTU %d for the VLANs on it"
                             % (network_name, wanted, device, final))
-    carried = set(untagged) | set(i["parent"] for i in interfaces.values() if i["kind"] == "vlan")
+    carried = set(untagged) | set(i["parent"] for i in interfaces.values() if i["kind"] == IFACE_VLAN)
     for bond in sorted(bonds):
         if bond not in carried:
             warnings.append("fabric_bonds.%s: carries no network (no fabric_attachments entry names it)" % bond)
         elif len(bonds[bond]["members"]) == 1 and bond in mgmt_devices:
             warnings.append("fabric_bonds.%s: carries the management network on one member: no redundancy for the "
                             "controller's path" % bond)
-    order = {"ethernet": 0, "bond": 1, "vlan": 2}
-    planned = sorted(interfaces.values(), key=lambda i: (order[i["kind"]], i["name"]))
+    planned = interface_order(interfaces.values())
     plan = {"host": host, "backend": backend, "interfaces": planned, "addresses": addresses, "index": index,
             "roles": dict((name, net["role"]) for name, net in networks.items())}
     return plan, errors, warnings

@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, network_problem, VLAN_IDS, vlan_id
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NETDEV_BOND, NETDEV_PHYSICAL
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int, key_path, mappings_in
 
 try:
@@ -235,7 +236,7 @@ def validate_bonds(value, facts, errors, warnings, key="fabric_bonds"):
         if not isinstance(bond, dict):
             errors.append("%s: expected a mapping, got %r" % (where, bond))
             continue
-        if present is not None and name in present and present[name].get("kind") != "bond":
+        if present is not None and name in present and present[name].get("kind") != NETDEV_BOND:
             errors.append("%s: %r is the name of an existing %s interface on this host; a bond needs a name of its own"
                           % (key, name, present[name].get("kind") or "other"))
             continue
@@ -268,7 +269,7 @@ def validate_bonds(value, facts, errors, warnings, key="fabric_bonds"):
             if present is not None:
                 if member not in present:
                     errors.append("%s: %r does not exist on this host" % (mwhere, member))
-                elif present[member]["kind"] != "physical":
+                elif present[member]["kind"] != NETDEV_PHYSICAL:
                     errors.append("%s: %r is a %s interface, not a physical port" % (mwhere, member,
                                                                                      present[member]["kind"]))
         members = checked

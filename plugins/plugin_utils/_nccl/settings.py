@@ -11,6 +11,7 @@ __metaclass__ = type
 
 import re
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem, line_value, UnsafeValue
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NETDEV_LOOPBACK
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import NEAR, is_near
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import (
     _below_vlans, ifname_matches, nic_by_name,
@@ -121,7 +122,7 @@ def nccl_settings(facts, interface, mode="tcp", overrides=None, host="node", pla
                       "fabric_attachments" % host)
     elif facts.get("nics") is not None and nic_by_name(facts, interface) is None and interface not in (planned or ()):
         errors.append("%s: the training interface %s does not exist on this node (it has: %s)" % (
-            host, interface, ", ".join(n["name"] for n in facts["nics"] if n["kind"] != "loopback")))
+            host, interface, ", ".join(n["name"] for n in facts["nics"] if n["kind"] != NETDEV_LOOPBACK)))
     if interface:
         settings.append(("NCCL_SOCKET_IFNAME", "=" + interface))
         also = [n for n in ifname_matches(interface, [x["name"] for x in facts.get("nics") or []]) if n != interface]

@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import INTERNAL_KINDS
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import INTERNAL_KINDS, NETDEV_PHYSICAL
 
 
 # ---- NCCL topology XML (opt-in: NCCL_TOPO_FILE) ----------------------------------------------------------
@@ -52,7 +52,7 @@ def topology_xml(facts):
             nets.setdefault(rdma.get("address"), []).append(net)
     rdma_pci = set(r.get("address") for r in facts.get("rdma") or [])
     for nic in facts.get("nics") or []:
-        if nic.get("address") and nic["address"] not in rdma_pci and nic.get("kind") == "physical":
+        if nic.get("address") and nic["address"] not in rdma_pci and nic.get("kind") == NETDEV_PHYSICAL:
             nets.setdefault(nic["address"], []).append(
                 '<net name=%s%s/>' % (quoteattr(nic["name"]), ' speed="%d"' % nic["speed_mbps"]
                                       if nic.get("speed_mbps") else ""))

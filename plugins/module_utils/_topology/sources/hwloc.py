@@ -12,7 +12,7 @@ __metaclass__ = type
 import math
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import format_cpulist
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
-    NetDev, NumaNode, PciDevice, RdmaDevice, Topology,
+    NETDEV_IPOIB, NETDEV_VIRTUAL, NetDev, NumaNode, PciDevice, RdmaDevice, Topology,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import normalize_pci_address
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.xmlfile import (
@@ -195,12 +195,12 @@ def _hwloc_osdev(topo, obj, parent_pci, bitflag_osdev):
         address = infos.get("Address")
         # IPoIB hardware addresses are 20 bytes; Ethernet MACs 6.
         if address and address.count(":") == 19:
-            dev.kind = "ipoib"
+            dev.kind = NETDEV_IPOIB
         dev.mac = address
         port = _small_int(infos.get("Port"), 65536)
         dev.dev_port = port - 1 if port else None
         if parent_pci is None:
-            dev.kind = "virtual"
+            dev.kind = NETDEV_VIRTUAL
         topo.netdevs[name] = dev
 
 

@@ -12,7 +12,7 @@ __metaclass__ = type
 import math
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import format_cpulist
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
-    NetDev, NumaNode, PciDevice, RdmaDevice, RdmaPort, Topology,
+    NETDEV_PHYSICAL, NETDEV_VIRTUAL, NetDev, NumaNode, PciDevice, RdmaDevice, RdmaPort, Topology,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
     normalize_pci_address, parse_link_speed, parse_link_width,
@@ -134,4 +134,4 @@ def _nccl_net(topo, net, pci_address, note):
             dev.has_rdma = True
     else:
         topo.netdevs[name] = NetDev(name=name, pci_address=pci_address, speed_mbps=speed_mbps,
-                                    kind="physical" if pci_address else "virtual")
+                                    kind=NETDEV_PHYSICAL if pci_address else NETDEV_VIRTUAL)

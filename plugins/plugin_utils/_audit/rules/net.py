@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import fnmatch
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import CARRIER_NETDEVS, SOFTWARE_NETDEVS
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import base_interface
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import (
     host_rule, inventory_rule, NotApplicable,
@@ -67,7 +68,7 @@ def net_speed(ctx):
 def net_carrier(ctx):
     ctx.need("nics")
     for nic in ctx.facts["nics"]:
-        if nic["kind"] not in ("physical", "bond", "vlan", "ipoib"):
+        if nic["kind"] not in CARRIER_NETDEVS:
             continue
         down = nic["carrier"] is False or nic["operstate"] in ("down", "lowerlayerdown")
         if not down:
@@ -211,7 +212,7 @@ def net_duplicate_addresses(ctx, hosts):
                 # a hypervisor's user network) repeat the same private address on every host by design.
                 if not any(address.ip in subnet for subnet in subnets):
                     continue
-            elif kinds.get(iface) in ("bridge", "virtual"):
+            elif kinds.get(iface) in SOFTWARE_NETDEVS:
                 continue
             owners.setdefault(str(address.ip), []).append((host, iface))
     if not owners:

@@ -10,7 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
-    ACCELERATOR_KINDS, KIND_ACCELERATOR, KIND_GPU, KIND_NIC, KIND_RDMA, NETWORK_KINDS,
+    ACCELERATOR_KINDS, KIND_ACCELERATOR, KIND_GPU, KIND_NIC, KIND_RDMA, NETWORK_KINDS, PORT_NETDEVS,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
     gpu_link_values, link_sides, link_verdict, nic_link,
@@ -78,7 +78,7 @@ def pcie_nic_slot(ctx):
     cards = {}
     for nic in ctx.facts["nics"]:
         card = nic.get("card")
-        if card and nic.get("kind") in ("physical", "ipoib"):
+        if card and nic.get("kind") in PORT_NETDEVS:
             cards.setdefault(card, []).append(nic)
     rates = None
     for card in sorted(cards):

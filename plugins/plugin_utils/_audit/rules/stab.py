@@ -19,6 +19,7 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NETDEV_BOND, PORT_NETDEVS
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ethtool_stats import kind as stats_kind
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER, finite
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import (
@@ -206,6 +207,10 @@ def _compared_nothing(win, what):
                             "cannot be used: see the policy warnings), so nothing is judged" % what)
 
 
+# what has a link of its own that can go down: the ports and a bond (its VLANs follow it)
+LINKED = PORT_NETDEVS + (NETDEV_BOND,)
+
+
 def _interfaces(win, kinds):
     return sorted(n for n, v in win.section("now", "interfaces").items() if v.get("kind") in kinds)
 
@@ -236,7 +241,7 @@ def link_flaps(ctx):
         # boot bounces links on its own (a bond enslaving its ports, NetworkManager taking over from the initrd)
         raise NotApplicable("the host rebooted after the baseline: link flaps are judged again from the next audit, "
                             "with this one as its baseline")
-    for name in _interfaces(win, ("physical", "bond", "ipoib")):
+    for name in _interfaces(win, LINKED):
         entry = win.now["interfaces"][name]
         downs = win.downs(name)
         if not downs:
@@ -268,8 +273,8 @@ def interface_errors(ctx):
     bonds = _bond_members(ctx)
     members = set(m for ports in bonds.values() for m in ports)
     # a bond's statistics are its ports' summed: the ports are judged, the bond only where it has none counted
-    counted = set(_interfaces(win, ("physical", "ipoib")))
-    for name in _interfaces(win, ("physical", "bond", "ipoib")):
+    counted = set(_interfaces(win, PORT_NETDEVS))
+    for name in _interfaces(win, LINKED):
         if name not in counted and any(m in counted for m in bonds.get(name, ())):
             continue
         grown = dict((c, win.growth("interfaces", name, c)) for c in INTERFACE_ERRORS)
@@ -876,9 +881,9 @@ def stability_row(host, facts, expect):
     else:
         basis = "since boot (rebooted)" if win.since_boot else (
             "fabric_audit_window" if win.in_run else "fabric_audit_baseline")
-    ports = _interfaces(win, ("physical", "ipoib"))
+    ports = _interfaces(win, PORT_NETDEVS)
     aer = win.section("now", "aer")
-    linked = _interfaces(win, ("physical", "bond", "ipoib"))
+    linked = _interfaces(win, LINKED)
     # a boot bounces links and trains PCIe links by itself: the rules judge neither since boot, nor does the row
     counts = {
         "link_flaps": None if win.since_boot else _sum(win.downs(n) for n in linked),

@@ -11,7 +11,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import Bond, BondMember, Vlan
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
+    Bond, BondMember, NETDEV_BOND, NETDEV_VIRTUAL, NETDEV_VLAN, Vlan,
+)
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.procfs import parse_proc_bonding
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import (
     in_limits, LIMITS, parse_decimal, short_text,
@@ -23,7 +25,7 @@ class BondVlanMixin:
     needs the I/O of SysfsFiles and the interfaces NetMixin read."""
 
     def read_bonds(self):
-        names = set(n for n, d in self.topo.netdevs.items() if d.kind == "bond")
+        names = set(n for n, d in self.topo.netdevs.items() if d.kind == NETDEV_BOND)
         names.update(self.listdir(self.path("proc/net/bonding")))
         for name in sorted(names):
             path = self.path("proc/net/bonding", name)
@@ -35,7 +37,7 @@ class BondVlanMixin:
             bond.members.sort(key=lambda m: m.name)
             self.topo.bonds[name] = bond
             if name in self.topo.netdevs:
-                self.topo.netdevs[name].kind = "bond"
+                self.topo.netdevs[name].kind = NETDEV_BOND
 
     def _bond_sysfs(self, bond):
         base = self.path("sys/class/net", bond.name, "bonding")
@@ -66,13 +68,13 @@ class BondVlanMixin:
                               % ((path, fields[0][:40], short_text(fields[1])) + LIMITS["vlan_id"]))
         for name, dev in sorted(self.topo.netdevs.items()):
             if name in self.topo.vlans:
-                dev.kind = "vlan"
+                dev.kind = NETDEV_VLAN
                 continue
             parent, dot, vid_text = name.rpartition(".")
             vid = parse_decimal(vid_text) if vid_text[:1] != "-" else None
-            if dev.kind in ("virtual", "vlan") and dot and in_limits(vid, "vlan_id") and parent in self.topo.netdevs:
+            if dev.kind in (NETDEV_VIRTUAL, NETDEV_VLAN) and dot and in_limits(vid, "vlan_id") and parent in self.topo.netdevs:
                 self.topo.vlans[name] = Vlan(name=name, vlan_id=vid, parent=parent, source="name")
-                dev.kind = "vlan"
+                dev.kind = NETDEV_VLAN
                 self.warn("%s: VLAN id and parent inferred from the name (no /proc/net/vlan/config entry)" % name)
 
 

@@ -15,6 +15,7 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import CARRIER_NETDEVS, NETDEV_BOND, NETDEV_PHYSICAL
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import CONTROL_CLASSES
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER, parse_decimal
 
@@ -24,7 +25,7 @@ NET_STATISTICS = ("rx_packets", "tx_packets", "rx_errors", "tx_errors", "rx_drop
                   "rx_frame_errors", "rx_fifo_errors", "rx_missed_errors", "rx_over_errors", "rx_length_errors",
                   "tx_carrier_errors", "tx_fifo_errors", "tx_aborted_errors", "collisions")
 # Interfaces whose counters are read: the physical ones and those built on them (not veths, tunnels, loopback)
-COUNTED_KINDS = ("physical", "bond", "vlan", "ipoib")
+COUNTED_KINDS = CARRIER_NETDEVS
 AER_FILES = (("correctable", "aer_dev_correctable"), ("nonfatal", "aer_dev_nonfatal"), ("fatal", "aer_dev_fatal"))
 AER_ROOTPORT_FILES = (("rootport_correctable", "aer_rootport_total_err_cor"),
                       ("rootport_nonfatal", "aer_rootport_total_err_nonfatal"),
@@ -172,7 +173,7 @@ class CountersMixin:
                 values.update(self._counter_files(statistics, NET_STATISTICS))
             if any(v is not None for v in values.values()):
                 counters["interfaces"][name] = dict(values, kind=dev.kind)
-            ecn = self._roce_ecn(os.path.join(target, "ecn")) if dev.kind == "physical" else None
+            ecn = self._roce_ecn(os.path.join(target, "ecn")) if dev.kind == NETDEV_PHYSICAL else None
             if ecn:
                 counters["roce_ecn"][name] = ecn
         parsed = {}  # aer_dev_* text: its parse (most devices' files are the same all-zero text)
@@ -215,7 +216,7 @@ class CountersMixin:
     def _bond_legs(self, name):
         """The members of bond ``name`` that are interfaces here (a RoCE LAG's PFC and ECN are its legs'), else []."""
         dev = self.topo.netdevs.get(name)
-        if dev is None or dev.kind != "bond":
+        if dev is None or dev.kind != NETDEV_BOND:
             return []
         slaves = self.read(self.path("sys/class/net", name, "bonding", "slaves"), quiet=True) or ""
         return sorted(set(m for m in slaves.split() if m in self.topo.netdevs))

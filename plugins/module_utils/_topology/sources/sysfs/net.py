@@ -12,7 +12,9 @@ __metaclass__ = type
 
 import ipaddress
 import os
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NetDev
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
+    NETDEV_BOND, NETDEV_BRIDGE, NETDEV_IPOIB, NETDEV_LOOPBACK, NETDEV_VIRTUAL, NETDEV_VLAN, NetDev,
+)
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.procfs import (
     parse_fib_trie_local, parse_if_inet6, parse_proc_route, RouteIndex,
 )
@@ -56,7 +58,7 @@ class NetMixin:
         if ipv6 is None and fib is None:
             return  # a capture without procfs networking: addresses unknown
         local = parse_fib_trie_local(fib) if fib is not None else []
-        loopback = sorted(n.name for n in self.topo.netdevs.values() if n.kind == "loopback") or ["lo"]
+        loopback = sorted(n.name for n in self.topo.netdevs.values() if n.kind == NETDEV_LOOPBACK) or ["lo"]
         for dev in self.topo.netdevs.values():
             dev.ipv4, dev.ipv6 = [], list((ipv6 or {}).get(dev.name, []))
         index = RouteIndex(routes)
@@ -105,20 +107,20 @@ class NetMixin:
                 if line.startswith("DEVTYPE="):
                     devtype = line.split("=", 1)[1]
             if os.path.isdir(join(target, "bonding")) or devtype == "bond":
-                dev.kind = "bond"
+                dev.kind = NETDEV_BOND
             elif os.path.isdir(join(target, "bridge")) or devtype == "bridge":
-                dev.kind = "bridge"
+                dev.kind = NETDEV_BRIDGE
             elif devtype == "vlan":
-                dev.kind = "vlan"
+                dev.kind = NETDEV_VLAN
             elif link_type == ARPHRD_LOOPBACK:
-                dev.kind = "loopback"
+                dev.kind = NETDEV_LOOPBACK
             elif link_type == ARPHRD_INFINIBAND:
-                dev.kind = "ipoib"
+                dev.kind = NETDEV_IPOIB
             elif virtual or dev.pci_address is None:
-                dev.kind = "virtual"
+                dev.kind = NETDEV_VIRTUAL
         else:
             # A link into a part of sysfs that was not captured: all we know is the name.
-            dev.kind = "loopback" if name == "lo" else "virtual"
+            dev.kind = NETDEV_LOOPBACK if name == "lo" else NETDEV_VIRTUAL
             if virtual or dev.pci_address is None:
                 self.warn("%s: interface details not available (link target not captured)" % entry)
         return dev

@@ -58,3 +58,49 @@ def test_no_kind_is_spelled_outside_the_contract():
                 with open(os.path.join(top, name), encoding="utf-8") as handle:
                     found += ["%s: %s" % (path, line) for line in spelled(handle.read())]
     assert not found, "name the kinds of module_utils/_topology/model.py:\n" + "\n".join(found)
+
+
+# The interfaces' kinds (facts' nics[].kind) and the network plan's (ethernet, bond, vlan) are contracts too: the
+# facts' kinds are named from model.py, the plan's from module_utils/_network/common.py, by producers and consumers
+# alike. A backend's own words (netplan's "bonds:", networkd's Kind=bond, NetworkManager's type=bond) are its file
+# format's, not a kind: they are spelled where that format is read or written, never compared with a kind.
+NETDEV_SPELLED = re.compile(r"kind[\"')\]]*\s*(?:==|!=|\bin\b|\bnot in\b|=|:)\s*[(\[]?\s*[\"'](%s)[\"']"
+                            % "|".join(re.escape(k) for k in model.NETDEV_KINDS + ("ethernet",)))
+NETDEV_WORDS = re.compile(r"[\"'](physical|ipoib|loopback)[\"']")
+NETDEV_HOMES = (HOME, "plugins/module_utils/_network/common.py")
+
+
+def netdev_spelled(text):
+    return [line.strip() for line in text.splitlines() if NETDEV_SPELLED.search(line) or NETDEV_WORDS.search(line)]
+
+
+def test_the_scan_finds_an_interface_kind_spelled_out():
+    assert netdev_spelled('        if nic["kind"] not in ("physical", "bond", "vlan", "ipoib"):\n')
+    assert netdev_spelled('    counted = set(_interfaces(win, ("physical", "ipoib")))\n')
+    assert netdev_spelled('        if iface["kind"] == "vlan" and iface["mtu"]:\n')
+    assert netdev_spelled('                dev.kind = "bond"\n')
+    assert netdev_spelled('        interfaces[d] = {"name": d, "kind": "ethernet", "bond": None}\n')
+    assert not netdev_spelled('        if iface["kind"] == IFACE_VLAN and iface["mtu"]:\n')
+    assert not netdev_spelled('            if values.get(("connection", "slave-type")) == "bond":\n')  # NM's word
+    assert not netdev_spelled('        net["vlan"] = iface["id"]\n')  # the intent's key
+
+
+def test_the_interface_kinds_are_grouped_once():
+    groups = (model.PORT_NETDEVS, (model.NETDEV_BOND, model.NETDEV_VLAN), model.SOFTWARE_NETDEVS,
+              (model.NETDEV_LOOPBACK,))
+    flat = [k for group in groups for k in group]
+    assert sorted(flat) == sorted(model.NETDEV_KINDS) and len(set(flat)) == len(flat)
+    assert sorted(v for k, v in vars(model).items() if k.startswith("NETDEV_") and isinstance(v, str)) == sorted(
+        model.NETDEV_KINDS)
+    assert model.NetDev(name="eth0").kind in model.NETDEV_KINDS
+
+
+def test_no_interface_kind_is_spelled_outside_the_contracts():
+    found = []
+    for top, _dirs, files in os.walk(os.path.join(REPO, "plugins")):
+        for name in sorted(files):
+            path = os.path.relpath(os.path.join(top, name), REPO)
+            if name.endswith(".py") and path not in NETDEV_HOMES:
+                with open(os.path.join(top, name), encoding="utf-8") as handle:
+                    found += ["%s: %s" % (path, line) for line in netdev_spelled(handle.read())]
+    assert not found, "name the kinds of model.py (NETDEV_*) or _network/common.py (IFACE_*):\n" + "\n".join(found)
