@@ -11,8 +11,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import resolve_subsets
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import DECLARED, check_values, normal
 
 # option -> the variable that gives it when the task does not
@@ -21,6 +23,24 @@ SETTINGS = (("source", "fabric_facts_source"), ("root", "fabric_facts_root"), ("
 # Where the facts come from is one setting in three options: a task that names any of them names the source itself
 # (a capture's path from the inventory does not join a task's own source: sysfs)
 SOURCE = ("source", "root", "path")
+FACTS_KEY = "gpuops_fabric"
+
+
+def reusable(facts, args):
+    """Whether the facts a run already holds answer this task: they hold every subset it asks for and were read from
+    the same place. A task whose gather_subset is bad is not answered here: the module names the problem."""
+    if not isinstance(facts, dict) or not isinstance(facts.get("gather_subset"), list):
+        return False
+    try:
+        wanted = resolve_subsets(args.get("gather_subset", ["all"]))
+    except (TypeError, ValueError):
+        return False
+    if not set(wanted) <= set(facts["gather_subset"]):
+        return False
+    source = args.get("source", "sysfs")
+    if source == "sysfs":  # the module keeps the root of a sysfs tree and the path of an XML file
+        return facts.get("source") == source and facts.get("root") == args.get("root", "/")
+    return facts.get("source") == source and facts.get("path") == args.get("path")
 
 
 class ActionModule(ActionBase):
@@ -47,6 +67,15 @@ class ActionModule(ActionBase):
             value = normal(DECLARED[variable], value)  # unset is the default; YAML's yes for nvml is "yes"
             if value is not None:
                 args[option] = value
+        try:
+            reuse = boolean(args.pop("reuse", False), strict=True)
+        except TypeError:
+            result.update(failed=True, msg="topology_facts: reuse: %r is not a boolean" % (self._task.args["reuse"],))
+            return result
+        if reuse and reusable((task_vars.get("ansible_facts") or {}).get(FACTS_KEY), args):
+            result.update(changed=False, reused=True, msg="the facts this run gathered are kept: they hold every "
+                          "subset asked for, from the same source, and nothing changed on the host since")
+            return result
         result.update(self._execute_module(module_name="gpuops.fabric.topology_facts", module_args=args,
                                            task_vars=task_vars))
         return result

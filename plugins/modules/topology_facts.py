@@ -88,6 +88,15 @@ options:
     description:
       - lldpd's control socket for the C(lldp) subset (C(lldpctl -u)); default lldpd's own (C(/run/lldpd.socket)).
     type: path
+  reuse:
+    description:
+      - Keep the facts this run already gathered on the host, without reading the node again, when they hold every
+        subset O(gather_subset) asks for and were read from the same O(source), O(root) and O(path); otherwise
+        gather as usual. The result then says RV(reused=true) and sets no facts.
+      - For plays that know nothing changed on the host since (the collection's roles inside C(site.yml) pass it
+        only while none of them changed the host); facts read before a change the play made are stale.
+    type: bool
+    default: false
 requirements:
   - The C(pynvml) Python module (C(pip install nvidia-ml-py)) on the managed node for NVML details; optional.
 notes:
@@ -133,9 +142,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+reused:
+  description: The facts this run already gathered were kept (O(reuse)); the node was not read and no facts are set.
+  returned: always
+  type: bool
+  sample: false
 ansible_facts:
   description: Facts added to the host.
-  returned: always
+  returned: unless RV(reused)
   type: dict
   contains:
     gpuops_fabric:
@@ -392,6 +406,7 @@ def main():
             path=dict(type="path"),
             nvml=dict(type="str", choices=["auto", "yes", "no"], default="auto"),
             lldp_socket=dict(type="path"),
+            reuse=dict(type="bool", default=False),  # decided by the action plugin, before the module runs
         ),
         required_if=[
             ("source", "hwloc_xml", ("path",)),
@@ -426,7 +441,7 @@ def main():
                           resolve_subsets(params["gather_subset"]), params["lldp_socket"])
     facts["root"] = params["root"] if params["source"] == "sysfs" else None
     facts["path"] = params["path"]
-    module.exit_json(changed=False, ansible_facts={"gpuops_fabric": facts})
+    module.exit_json(changed=False, reused=False, ansible_facts={"gpuops_fabric": facts})
 
 
 if __name__ == "__main__":

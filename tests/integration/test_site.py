@@ -34,10 +34,21 @@ def inventory(tmp_path, roots, nccl_env=None, host_vars=None):
     return str(path)
 
 
-def site(env, inventory_path):
-    return subprocess.run(["ansible-playbook", "-i", inventory_path, os.path.join(REPO, "site.yml")],
+def site(env, inventory_path, *args):
+    return subprocess.run(["ansible-playbook", "-i", inventory_path, os.path.join(REPO, "site.yml")] + list(args),
                           env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
                           timeout=600, cwd=REPO, check=False)
+
+
+def reads(stdout, host):
+    """For each "Gather topology facts" task of a -v run, in order: whether it read the node (False where it kept
+    the facts the run held)."""
+    found = []
+    for section in stdout.split("\nTASK [")[1:]:
+        if section.split("]", 1)[0].endswith("Gather topology facts"):
+            [line] = [x for x in section.splitlines() if x.startswith("ok: [%s]" % host)]
+            found.append('"reused": true' not in line)
+    return found
 
 
 def test_new_cluster_then_repeat(ansible_env, roots, tmp_path):
@@ -49,9 +60,25 @@ def test_new_cluster_then_repeat(ansible_env, roots, tmp_path):
     assert "NCCL_SOCKET_IFNAME==bond1.300" in (tmp_path / "node-a" / "etc" / "nccl.conf").read_text()
     assert "bond1.300:" in (tmp_path / "node-b" / "etc" / "netplan" / "60-gpuops-fabric.yaml").read_text()
     assert (tmp_path / "report" / "report.json").exists()
-    again = site(ansible_env, inv)
+    again = site(ansible_env, inv, "-v")
     assert again.returncode == 0
     assert recap(again.stdout, "node-a")["changed"] == "0" and recap(again.stdout, "node-b")["changed"] == "0"
+    # nothing changed: the node is read once, by the pre-flight; the network role, the nccl role and the audit keep it
+    assert reads(again.stdout, "node-a") == [True, False, False, False], again.stdout[-3000:]
+
+
+def test_facts_are_read_again_where_a_role_changed_the_host(ansible_env, roots, tmp_path):
+    """node-a's network files change (so its nccl role and audit read it again); node-b already has them and gets
+    only a new /etc/nccl.conf (so only its audit reads it again)."""
+    inv = inventory(tmp_path, roots)
+    assert site(ansible_env, inv).returncode == 0
+    (tmp_path / "node-a" / "etc" / "netplan" / "60-gpuops-fabric.yaml").unlink()
+    (tmp_path / "node-b" / "etc" / "nccl.conf").unlink()
+    again = site(ansible_env, inv, "-v")
+    assert again.returncode == 0, again.stdout[-4000:]
+    assert recap(again.stdout, "node-a")["changed"] == "1" and recap(again.stdout, "node-b")["changed"] == "1"
+    assert reads(again.stdout, "node-a") == [True, False, True, True]
+    assert reads(again.stdout, "node-b") == [True, False, False, True]
 
 
 def test_bad_nccl_setting_stops_before_any_host_is_touched(ansible_env, roots, tmp_path):

@@ -1,6 +1,7 @@
 """topology_facts' action plugin through real ansible-playbook runs: a task that gives no option gathers as the host's
 fabric_facts_* variables say (each host its own capture, YAML's no for nvml taken as "no"), an option the task gives
-wins, and a bad variable fails that host's task naming the variable and the value, never a traceback. The captures
+wins, a bad variable fails that host's task naming the variable and the value, never a traceback, and reuse keeps
+what the run holds only when it answers the task (the same place, every subset asked for). The captures
 are the hand-written dgx8 tree and a real hwloc XML (tests/fixtures)."""
 
 import json
@@ -34,6 +35,51 @@ PLAY = """
       ansible.builtin.copy:
         content: "{{ {'source': given.ansible_facts.gpuops_fabric.source} | to_json }}"
         dest: "{{ out }}/{{ inventory_hostname }}-given.json"
+        mode: "0644"
+      delegate_to: localhost
+    # reuse: what this run holds (read from the dgx8 tree just above) answers a task asking for less from the same
+    # place; another place, more subsets, or no reuse read the node again
+    - name: Reuse for a subset from the same place
+      gpuops.fabric.topology_facts:
+        source: sysfs
+        root: "{{ dgx8 }}"
+        gather_subset: [nic, bond]
+        reuse: true
+      register: same
+    - name: Reuse asked for, but from the inventory's place (the xml host's is its hwloc file)
+      gpuops.fabric.topology_facts:
+        gather_subset: [nic]
+        reuse: "{{ 'yes' }}"
+      register: elsewhere
+    - name: Reuse a subset for all of them
+      gpuops.fabric.topology_facts:
+        source: sysfs
+        root: "{{ dgx8 }}"
+        gather_subset: [nic]
+        reuse: true
+      register: narrowed
+    - name: Then all again with reuse (the facts now hold nic only)
+      gpuops.fabric.topology_facts:
+        source: sysfs
+        root: "{{ dgx8 }}"
+        reuse: true
+      register: widened
+    - name: Keep what each said
+      ansible.builtin.copy:
+        content: "{{ {'same': same.reused, 'elsewhere': elsewhere.reused, 'narrowed': narrowed.reused,
+                     'widened': widened.reused, 'subset': ansible_facts.gpuops_fabric.gather_subset} | to_json }}"
+        dest: "{{ out }}/{{ inventory_hostname }}-reuse.json"
+        mode: "0644"
+      delegate_to: localhost
+    - name: A reuse that is not a boolean
+      gpuops.fabric.topology_facts:
+        reuse: maybe
+      register: odd
+      ignore_errors: true
+    - name: Keep its message
+      ansible.builtin.copy:
+        content: "{{ {'failed': odd.failed, 'msg': odd.msg} | to_json }}"
+        dest: "{{ out }}/{{ inventory_hostname }}-odd.json"
         mode: "0644"
       delegate_to: localhost
 """
@@ -74,3 +120,14 @@ def test_each_host_gathers_as_its_variables_say(ansible_env, tmp_path, roots):
     assert "fabric_facts_root: cannot be read" in done.stdout
     for host in ("bad", "typed", "broken"):
         assert not os.path.exists(str(tmp_path / "out" / (host + ".json")))
+    # the tree host's inventory place is the dgx8 tree the run read: reused throughout (its facts stay whole); the
+    # xml host's is its hwloc file, which is read
+    all_subsets = read(tmp_path, "tree-reuse.json")["subset"]
+    assert read(tmp_path, "tree-reuse.json") == {"same": True, "elsewhere": True, "narrowed": True, "widened": True,
+                                                 "subset": all_subsets}
+    assert len(all_subsets) > 5 and "counters" in all_subsets
+    xml = read(tmp_path, "xml-reuse.json")  # its hwloc read held nic only, then the tree's nic only: all is read
+    assert xml == {"same": True, "elsewhere": False, "narrowed": False, "widened": False, "subset": all_subsets}
+    for host in ("tree", "xml"):
+        odd = read(tmp_path, host + "-odd.json")
+        assert odd["failed"] and odd["msg"] == "topology_facts: reuse: 'maybe' is not a boolean", odd
