@@ -281,33 +281,25 @@ stopped:
 
 import glob  # noqa: E402  (after the documentation, as Ansible modules are laid out)
 import ipaddress  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
-import re  # noqa: E402
 import signal  # noqa: E402
-import stat  # noqa: E402
-import threading  # noqa: E402
 import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import (  # noqa: E402
-    STDOUT, TimeoutExpired, run_bounded,
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.iperf3 import (  # noqa: E402
+    PID_DIR, pidfile, stop,
 )
-from ansible_collections.gpuops.fabric.plugins.module_utils._probing.iperf3 import (
-    PID_DIR, cmdline, failed, listening, ours, parse_iperf3, pidfile, servers_on, stop,
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.jobs import (  # noqa: E402
+    JOB_PATTERN, STOPPED_BEFORE, Stopped, detach, is_runner, job_paths, mark_stopped, read_json, read_pid,
+    runner_pidfile, stop_runner, stopped_since, unlink,
 )
-from ansible_collections.gpuops.fabric.plugins.module_utils._probing.ping import (
-    MAX_OUTPUT, MAX_PINGS, check_targets, latency_argv, probe_paths, said_paths, summarize_latency,
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.ping import check_targets  # noqa: E402
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.rounds import (  # noqa: E402
+    CLOCK_OFF_S, round_parts, rounds, run_client, schedule, start_server, stop_servers,
 )
 
-
-def _read_pid(path):
-    try:
-        with open(path) as handle:
-            return int(handle.read().strip())
-    except (IOError, OSError, ValueError):
-        return None
+ARRIVED = time.time()  # when this module began on the node
 
 
 def _version(module, key):
@@ -315,56 +307,6 @@ def _version(module, key):
         return ipaddress.ip_address(module.params[key]).version
     except ValueError:
         module.fail_json(msg="%s: %r is not an IP address" % (key, module.params[key]))
-
-
-def start_server(module, bind, port, lifetime, wait):
-    """Start a one-off iperf3 server on ``bind``:``port`` that ends after ``lifetime`` seconds whatever happens.
-    Returns (process group, None, argv) once it listens, or (None, why it did not start, argv)."""
-    iperf3 = module.get_bin_path("iperf3", required=True)
-    timeout = module.get_bin_path("timeout", required=True)
-    setsid = module.get_bin_path("setsid", required=True)
-    if not os.path.isdir(PID_DIR):
-        os.makedirs(PID_DIR, 0o700)
-    path = pidfile(bind, port)
-    old = _read_pid(path)
-    if old and ours(old):
-        stop(old)  # a server of an earlier, interrupted run on the same address and port
-    log, own_pid = path[:-4] + ".log", path[:-4] + ".iperf3"
-    for name in (log, own_pid):
-        if os.path.exists(name):
-            os.unlink(name)
-    server = [timeout, "-k", "2", str(lifetime), iperf3, "-s", "-1", "-B", bind, "-p", str(port),
-              "--idle-timeout", str(lifetime), "-I", own_pid]
-    # setsid -f: a new session (so the process group can be stopped as one) that outlives this module; the shell
-    # only points its output at the log and its input at /dev/null before it becomes `timeout`.
-    argv = [setsid, "-f", "sh", "-c", 'exec "$@" >"$0" 2>&1 </dev/null', log] + server
-    rc, out, err = module.run_command(argv)
-    if rc != 0:
-        return None, "could not start the iperf3 server: %s" % (err or out).strip(), server
-    deadline = time.time() + wait
-    group = None
-    while time.time() < deadline:
-        pid = _read_pid(own_pid)
-        if pid and group is None:
-            try:
-                group = os.getpgid(pid)
-            except OSError:
-                pass
-            if group:
-                with open(path, "w") as handle:
-                    handle.write("%d\n" % group)
-        if group and listening(port, bind):
-            return group, None, server
-        said = _read_text(log)
-        if "error" in said.lower():
-            if group:
-                stop(group)
-            return None, "iperf3 server on %s port %d did not start: %s" % (bind, port, said[-400:]), server
-        time.sleep(0.05)
-    if group:
-        stop(group)
-    return None, "iperf3 server on %s port %d did not listen within %g s: %s" % (
-        bind, port, wait, _read_text(log)[-400:] or "(no output)"), server
 
 
 def serve(module):
@@ -377,110 +319,6 @@ def serve(module):
         module.fail_json(msg=error, argv=argv)
     module.exit_json(changed=False, pid=group, lifetime=lifetime, argv=argv,
                      msg="iperf3 server on %s port %d for at most %d s" % (bind, port, lifetime))
-
-
-def _read_text(path):
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", "replace").strip()
-    except (IOError, OSError):
-        return ""
-
-
-def _ping(argv, timeout):
-    """One ping run summarized; its error when it could not run."""
-    try:
-        done = run_bounded(argv, timeout, stderr=STDOUT)
-    except TimeoutExpired:
-        return {"error": "ping did not finish within %g s" % timeout}
-    except OSError as exc:
-        return {"error": "ping did not run: %s" % exc}
-    output = done.stdout[:MAX_OUTPUT].decode("utf-8", "replace")
-    summary = summarize_latency(output)
-    summary["error"] = None if summary["sent"] else "ping gave no summary: %s" % (output.strip()[-200:] or "(nothing)")
-    return summary
-
-
-def _iperf3(argv, limit, during=None):
-    """Run the iperf3 client, ``during(cancelled)`` in a thread beside it; the parsed result and what ``during``
-    returned. ``cancelled`` is set when iperf3 ended (a refused connection ends it at once)."""
-    box, cancelled = {}, threading.Event()
-    helper = None
-    if during:
-        helper = threading.Thread(target=lambda: box.update(value=during(cancelled)))
-        helper.daemon = True
-        helper.start()
-    try:
-        done = run_bounded(argv, limit)
-        result = parse_iperf3(done.stdout.decode("utf-8", "replace"))
-        if result["error"] and done.stderr:
-            result["error"] += " (%s)" % done.stderr.decode("utf-8", "replace").strip()[-200:]
-    except TimeoutExpired:
-        result = failed("iperf3 client did not finish within %d s" % limit)
-    except OSError as exc:
-        result = failed("iperf3 did not run: %s" % exc)
-    cancelled.set()
-    if helper is not None:
-        helper.join(limit)  # the pings end on their own (count and deadline): bounded
-    return result, box.get("value")
-
-
-# not listening yet; or still serving an earlier client (a round's port serves one client, so not for long)
-REFUSED = ("connection refused", "server is busy")
-RETRY_FIRST_S = 0.3  # a refused client tries again after 0.3 s, then 1.5 times later each time ...
-RETRY_MAX_S = 2.0  # ... at most 2 s
-
-
-def run_client(module, bind, server, port, connect_until=None):
-    """One measurement from ``bind`` to ``server``:``port`` with the module's duration, streams and latency options:
-    (result as RETURN describes it, iperf3's argv). ``connect_until``: a time until which a refused connection is
-    tried again (the server of this round is not up yet), the idle pings going first."""
-    params = module.params
-    version = ipaddress.ip_address(server).version
-    iperf3 = module.get_bin_path("iperf3", required=True)
-    duration = params["duration"]
-    argv = [iperf3, "-c", server, "-p", str(port), "-t", str(duration),
-            "-P", str(params["streams"]), "-J", "--connect-timeout", "3000"]
-    if bind:
-        argv += ["-B", bind]
-    latency, during = None, None
-    if params["latency"]:
-        interval = params["latency_interval"]
-        ping = module.get_bin_path("ping")
-        latency = {"interval": interval, "idle": None, "loaded": None, "error": None}
-        if not ping:
-            latency["error"] = "ping is not installed (iputils-ping)"
-        else:
-            def pings(count):
-                return latency_argv(ping, server, version, count, interval=interval, wait=2, source=bind)
-            idle = params["latency_idle_count"]
-            latency["idle"] = _ping(pings(idle), idle * interval + 10)
-            # Under load: from the end of slow start to just before iperf3 stops sending.
-            ramp = min(1.0, duration / 4.0)
-            loaded = min(MAX_PINGS, max(1, int((duration - ramp - 0.3) / interval + 1e-9)))
-
-            def during(cancelled):
-                if cancelled.wait(ramp):
-                    return None  # iperf3 ended before the load began (refused): no loaded pings
-                return _ping(pings(loaded), loaded * interval + 10)
-    pause = RETRY_FIRST_S
-    while True:
-        result, loaded_summary = _iperf3(argv, duration + 20, during)
-        refused = result["gbps"] is None and any(r in str(result["error"]).lower() for r in REFUSED)
-        if not refused or connect_until is None or time.time() + pause >= connect_until:
-            break
-        # each try is an iperf3 process: a client whose peer starts late (many nodes, forks fewer than hosts) backs
-        # off rather than spending the CPUs the other nodes' starts need
-        time.sleep(pause)
-        pause = min(RETRY_MAX_S, pause * 1.5)
-    if latency is not None:
-        # pings beside a measurement that failed measured an idle path: not latency under load
-        latency["loaded"] = loaded_summary if result["gbps"] is not None else None
-        if latency["error"] is None:
-            errors = [part["error"] for part in (latency["idle"], latency["loaded"]) if part and part.get("error")]
-            latency["error"] = errors[0] if errors else None
-    result["latency"] = latency
-    return result, argv
 
 
 def _said(result, bind, server):
@@ -502,237 +340,20 @@ def measure(module):
     module.exit_json(changed=False, argv=argv, msg=_said(result, params["bind"], params["server"]), **result)
 
 
-ROUND_KEYS = ("role", "bind", "server", "port")
-
-
-def _round_parts(module):
-    """The O(rounds) list checked before anything runs: each entry idle, or a server or client part with
-    addresses of one IP version and a port."""
-    parts = []
-    for index, part in enumerate(module.params["rounds"]):
-        where = "rounds[%d]" % index
-        if not isinstance(part, dict) or part.get("role") not in ("server", "client", "idle"):
-            module.fail_json(msg="%s: %r is not a server, client or idle part" % (where, part))
-        if part["role"] != "idle":
-            for key in ("bind", "port") + (("server",) if part["role"] == "client" else ()):
-                if part.get(key) in (None, ""):
-                    module.fail_json(msg="%s.%s: missing" % (where, key))
-            try:
-                versions = set(ipaddress.ip_address(str(part[k])).version for k in ("bind", "server") if k in part
-                               and (k == "bind" or part["role"] == "client"))
-            except ValueError as exc:
-                module.fail_json(msg="%s: %s" % (where, exc))
-            if len(versions) != 1:
-                module.fail_json(msg="%s: bind %s and server %s are not of the same IP version" % (
-                    where, part.get("bind"), part.get("server")))
-            port = part.get("port")
-            if isinstance(port, str) and port.isdecimal():
-                port = int(port)
-            if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
-                module.fail_json(msg="%s.port: %r is not a port (1..65535)" % (where, part.get("port")))
-            part = dict(part, port=port)
-        parts.append(part)
-    return parts
-
-
-def _wait_server(group, deadline):
-    """Until the one-off server ends (its client measured) or ``deadline``; then it is stopped."""
-    while ours(group) and time.time() < deadline:
-        time.sleep(0.1)
-    stop(group)
-
-
-def runner_pidfile(binds):
-    """Where a rounds run keeps its pid: named by this node's first test address, so that nodes sharing a file
-    system (network namespaces of one machine) keep theirs apart."""
-    return os.path.join(PID_DIR, "rounds-%s.pid" % (sorted(binds)[0].replace(":", "_").replace("%", "_")
-                                                    if binds else "idle"))
-
-
-RUNNER_NAME = "gpuops-rounds"  # a detached rounds run names itself so (its command line is only the interpreter)
-RESULT_MAX = 16 * 1024 * 1024  # a result file larger than this is not ours
-CLOCK_OFF_S = 10.0  # a node clock this far from the controller's (beyond the task's transport) is corrected for
-JOB_PATTERN = re.compile(r"rounds-[0-9A-Za-z_.-]{1,80}")  # whole (fullmatch)
-
-
-def _comm(pid):
-    """The name of process ``pid``; empty when there is none (or only a zombie, waiting to be reaped)."""
-    try:
-        with open("/proc/%d/stat" % pid) as handle:
-            state = handle.read().rpartition(")")[2].split()
-        with open("/proc/%d/comm" % pid) as handle:
-            return handle.read().strip() if state and state[0] != "Z" else ""
-    except (IOError, OSError, ValueError):
-        return ""
-
-
-def _runner(pid):
-    """Whether ``pid`` is still a rounds run of this module (not a reused pid): a detached run by its name, a run in
-    the foreground (Ansible's async wrapper) by its command line."""
-    return _comm(pid) == RUNNER_NAME or any("throughput_probe" in arg for arg in cmdline(pid))
-
-
-def stop_runner(path):
-    """Stop the rounds run whose pid ``path`` holds (an earlier, interrupted play's, and its servers); its pid, or
-    None."""
-    pid = _read_pid(path)
-    if not pid or pid == os.getpid() or not _runner(pid):
-        return None
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except OSError:
-        return None
-    deadline = time.time() + 5
-    while _runner(pid) and time.time() < deadline:
-        time.sleep(0.05)
-    return pid
-
-
-def _slot(params):
-    return params["round_timeout"] or (params["duration"] + 30 + (
-        params["latency_idle_count"] * params["latency_interval"] if params["latency"] else 0))
-
-
-def _schedule(module):
-    """(when round 1 begins on this node's clock, the node clock's offset from the controller's in seconds or None,
-    the run's bound: the last slot's end plus 30 s)."""
-    params = module.params
-    now = time.time()
-    offset = None
-    if params["controller_time"] is not None:
-        offset = now - params["controller_time"]
-    begin = now
-    if params["start_at"] is not None:
-        # a clock close to the controller's is trusted (the difference is mostly the task's way here); one far off
-        # is corrected for, so that this node still starts with the others
-        begin = params["start_at"] + (offset if offset is not None and abs(offset) > CLOCK_OFF_S else 0)
-        if begin - now > 3600:
-            module.fail_json(msg="start_at: %r is %d s after this node's clock: more than an hour" % (
-                params["start_at"], begin - now))
-    targets = len(params["ping_targets"] or [])
-    pings = -(-targets // 8) * 2 * (params["ping_count"] * 0.2 + 2)  # at most, 8 at a time (as path_probe)
-    bound = max(begin, now + pings) + params["start_skew"] + len(params["rounds"]) * _slot(params) + 30
-    return begin, offset, bound
-
-
-def _rounds(module, parts, begin, current):
-    """Every round of this node, from ``begin`` (this node's clock) on: the result as RETURN describes it. ``current``
-    holds the process group of the server running now, for whoever stops the run."""
-    params = module.params
-    slot = _slot(params)
-    probes, probes_error = None, None
-    if params["ping_targets"] is not None:  # while the other nodes are being started (the role's margin allows for them)
-        ping = module.get_bin_path("ping")
-        if ping or not params["ping_targets"]:
-            probes = probe_paths(module.run_command, ping, params["ping_targets"], params["ping_count"])
-            current["probes"] = probes  # kept, should the rounds fail or be stopped
-        else:  # the rounds still run (their latency part says the same)
-            probes, probes_error = [], "ping is not installed (iputils-ping): no full-size pings"
-    time.sleep(max(0.0, begin - time.time()))
-    measurements, server_errors, spent = [], [], []
-    for index, part in enumerate(parts):
-        if _stopped_since(ARRIVED):
-            raise _Stopped()
-        began = time.time()
-        deadline = begin + params["start_skew"] + (index + 1) * slot
-        if part["role"] == "server":
-            group, error, _argv = start_server(module, part["bind"], part["port"],
-                                               max(1, int(deadline - time.time()) + 1), params["timeout"])
-            if error:
-                server_errors.append(dict(part, error=error, round=index + 1))
-            else:
-                current["group"] = group
-                _wait_server(group, deadline)
-                current["group"] = None
-        elif part["role"] == "client":
-            # the peer's server may start a little later (its previous round, the start of its run): try again until
-            # there is just time left for the measurement in this slot
-            result, _argv = run_client(module, part["bind"], str(part["server"]), part["port"],
-                                       connect_until=deadline - params["duration"] - 1)
-            measurements.append(dict(part, round=index + 1, gbps=result["gbps"], retransmits=result["retransmits"],
-                                     retransmit_percent=result["retransmit_percent"], bytes=result["bytes"],
-                                     mss=result["mss"], latency=result["latency"], error=result["error"]))
-        spent.append(round(time.time() - began, 2))
-    said = "%d round(s): %d measurement(s), %d failed, %d server(s) did not start" % (
-        len(parts), len(measurements), sum(1 for m in measurements if m["error"]), len(server_errors))
-    result = dict(changed=False, measurements=measurements, server_errors=server_errors, round_seconds=spent, msg=said)
-    if probes is not None:
-        result.update(probes=probes, probes_error=probes_error, msg="%s; %s" % (probes_error or said_paths(probes), said))
-    return result
-
-
-def _stop_servers(parts, current):
-    """Stop the server of the round running now, and any this run was starting when it was stopped (its group not
-    known yet: found by its address, once the starting shell has become ``timeout``)."""
-    if current.get("group"):
-        stop(current["group"])
-    binds = set(str(p["bind"]) for p in parts if p["role"] == "server")
-    if binds:
-        time.sleep(0.1)
-        for group in servers_on(binds):
-            stop(group)
-
-
-STOP_MARK = os.path.join(PID_DIR, "stopped")  # mode=stop's time: a rounds start sent before it runs no round
-ARRIVED = time.time()  # when this module began on the node
-STOPPED_BEFORE = "the rounds run was stopped (mode=stop) before it began"
-
-
-def _stopped_since(arrived):
-    """Whether mode=stop ran on this node after ``arrived`` (a start still on its way when the user stopped the
-    probes, after a Ctrl-C, must not begin its rounds afterwards)."""
-    try:
-        return os.stat(STOP_MARK).st_mtime >= arrived
-    except OSError:
-        return False
-
-
-def _job_paths(job):
-    base = os.path.join(PID_DIR, job)
-    return base + ".pid", base + ".job", base + ".json"
-
-
-def _write_json(path, data):
-    """``data`` as JSON in ``path``, whole or not at all (a reader never sees half a file)."""
-    part = "%s.%d.part" % (path, os.getpid())
-    with os.fdopen(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
-        json.dump(data, handle, sort_keys=True)
-    os.rename(part, path)
-
-
-def _read_json(path):
-    """The JSON object in ``path`` (at most RESULT_MAX bytes, a regular file), or None when there is none yet; an
-    unreadable one raises ValueError."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ValueError("%s is not a regular file" % path)
-        text = handle.read(RESULT_MAX + 1)
-    if len(text) > RESULT_MAX:
-        raise ValueError("%s is larger than %d bytes" % (path, RESULT_MAX))
-    data = json.loads(text.decode("utf-8"))
-    if not isinstance(data, dict):
-        raise ValueError("%s holds no JSON object" % path)
-    return data
-
-
 def run_rounds(module):
     """Every round of this node in one run: in round k the node serves, measures or idles. Each side waits for the
     other up to the end of its round's slot (k x O(round_timeout) from the start), so the rounds of all nodes stay
     in step without the controller: a late peer is waited for, a missing one costs its slot only. With O(detach), the
     run goes on in a process of its own and this returns at once; O(mode=collect) reads its result."""
     params = module.params
-    parts = _round_parts(module)
+    parts = round_parts(module)
     error = check_targets(params["ping_targets"] or [], "ping_targets")
     if error:
         module.fail_json(msg=error)
     if any(p["role"] != "idle" for p in parts):
         for tool in ("iperf3", "timeout", "setsid"):
             module.get_bin_path(tool, required=True)  # missing: said now, not in a run nobody watches
-    begin, offset, bound = _schedule(module)
+    begin, offset, bound = schedule(module)
     if not os.path.isdir(PID_DIR):
         os.makedirs(PID_DIR, 0o700)
     runner = runner_pidfile(set(str(p["bind"]) for p in parts if p.get("bind")))
@@ -742,12 +363,13 @@ def run_rounds(module):
     if offset is not None and abs(offset) > CLOCK_OFF_S:
         module.warn("this node's clock is %.1f s off the controller's: the rounds start by the controller's "
                     "(run NTP or PTP on the nodes; the probes' timestamps are this node's)" % offset)
-    if _stopped_since(ARRIVED):
+    if stopped_since(ARRIVED):
         module.fail_json(msg=STOPPED_BEFORE)
     if params["detach"]:
         if all(p["role"] == "idle" for p in parts) and not params["ping_targets"]:  # nothing to run
             module.exit_json(changed=False, job=None, msg="rounds: this node idles in all %d" % len(parts), **clock)
-        result = _detach(module, runner, parts, begin, bound)
+        result = detach(module, runner, bound, len(parts), lambda current: rounds(module, parts, begin, current, ARRIVED),
+                        lambda current: stop_servers(parts, current))
         module.exit_json(changed=False, msg="rounds started: %d round(s) from %s" % (
             len(parts), time.strftime("%H:%M:%S", time.localtime(begin))), **dict(result, **clock))
     with open(runner, "w") as handle:
@@ -756,118 +378,16 @@ def run_rounds(module):
 
     def ended(signum, _frame):  # mode=stop: no server left behind (Ansible's async limit kills with SIGKILL; the
         # server then ends on its own at its slot's end)
-        _stop_servers(parts, current)
+        stop_servers(parts, current)
         raise SystemExit(128 + signum)
     signal.signal(signal.SIGTERM, ended)
     try:
-        result = _rounds(module, parts, begin, current)
-    except _Stopped:
+        result = rounds(module, parts, begin, current, ARRIVED)
+    except Stopped:
         module.fail_json(msg=STOPPED_BEFORE)
-    if _read_pid(runner) == os.getpid():
-        _unlink(runner)
+    if read_pid(runner) == os.getpid():
+        unlink(runner)
     module.exit_json(**dict(result, **clock))
-
-
-def _detach(module, runner, parts, begin, bound):
-    """Start the rounds in a process of their own (a new session, its output nowhere, named RUNNER_NAME) that writes
-    its result to a file and ends by ``bound`` whatever happens; RV(job) names it for O(mode=collect)."""
-    job = os.path.basename(runner)[:-4]
-    pidpath, jobpath, resultpath = _job_paths(job)
-    for path in (resultpath, jobpath):
-        _unlink(path)
-    read, write = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - the forked runner (tested through the module on namespace hosts)
-        code = 1
-        try:
-            os.close(read)
-            os.setsid()
-            if os.fork():
-                os._exit(0)
-            code = _detached(module, parts, begin, bound, write, pidpath, resultpath)
-        finally:
-            os._exit(code)
-    os.close(write)
-    os.waitpid(child, 0)
-    with os.fdopen(read) as handle:
-        said = handle.read()
-    if not said.strip().isdigit():
-        module.fail_json(msg="the rounds run did not start: %s" % (said.strip() or "(no word from it)"))
-    pid = int(said.strip())
-    _write_json(jobpath, dict(pid=pid, bound=bound, rounds=len(parts)))
-    return dict(job=job, pid=pid)
-
-
-class _Stopped(Exception):
-    """mode=stop ran after this run's start arrived."""
-
-
-class _RunnerFailure(Exception):
-    """fail_json inside the detached run (its output goes nowhere): the message for the result file."""
-
-
-def _detached(module, parts, begin, bound, write, pidpath, resultpath):  # pragma: no cover - runs forked
-    """The body of the detached run; its exit status."""
-    current, once = {}, threading.Lock()
-    try:
-        os.chdir("/")
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        top = min(os.sysconf("SC_OPEN_MAX"), 1 << 20) if hasattr(os, "sysconf") else 1024
-        os.closerange(3, write)
-        os.closerange(write + 1, max(write + 1, top))
-        with open("/proc/self/comm", "w") as handle:
-            handle.write(RUNNER_NAME)
-        with open(pidpath, "w") as handle:
-            handle.write("%d\n" % os.getpid())
-    except (IOError, OSError, ValueError) as exc:
-        os.write(write, ("could not detach: %s" % exc).encode("utf-8"))
-        return 1
-    os.write(write, b"%d" % os.getpid())
-    os.close(write)
-
-    def fail(msg=None, **_kwargs):
-        raise _RunnerFailure(msg)
-    module.fail_json = fail  # the AnsiballZ files are gone, and so is anybody to read what it prints
-
-    def finish(result, code):
-        """Once (the main loop, the watchdog and a signal may all end the run): stop the servers and this run's
-        own children (an iperf3 client, a ping), write the result, end."""
-        if not once.acquire(False):
-            return
-        try:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            if current.get("probes") is not None and "probes" not in result:
-                result = dict(result, probes=current["probes"])
-            _stop_servers(parts, current)
-            try:
-                os.killpg(os.getpgid(0), signal.SIGTERM)  # the session's group: this run and what it ran
-            except OSError:
-                pass
-            _write_json(resultpath, dict(result, runner=os.getpid()))
-            if _read_pid(pidpath) == os.getpid():
-                _unlink(pidpath)
-        finally:
-            os._exit(code)
-
-    def ended(signum, _frame):
-        finish(dict(failed=True, msg="the rounds run was stopped (signal %d)" % signum), 128 + signum)
-    signal.signal(signal.SIGTERM, ended)
-    watchdog = threading.Timer(max(1.0, bound - time.time()), finish,
-                               (dict(failed=True, msg="the rounds run did not end by its bound"), 1))
-    watchdog.daemon = True
-    watchdog.start()
-    try:
-        result = _rounds(module, parts, begin, current)
-    except _RunnerFailure as exc:
-        result = dict(failed=True, msg="the rounds run failed: %s" % exc)
-    except _Stopped:
-        result = dict(failed=True, msg=STOPPED_BEFORE)
-    except Exception as exc:  # pylint: disable=broad-except
-        result = dict(failed=True, msg="the rounds run failed: %s: %s" % (type(exc).__name__, exc))
-    finish(result, 0)
-    return 0
 
 
 def collect(module):
@@ -875,10 +395,10 @@ def collect(module):
     job = module.params["job"]
     if not JOB_PATTERN.fullmatch(job or ""):
         module.fail_json(msg="job: %r is not a rounds job (as mode=rounds with detach returns it)" % job)
-    pidpath, jobpath, resultpath = _job_paths(job)
+    pidpath, jobpath, resultpath = job_paths(job)
     until = time.time() + module.params["wait"]
     try:
-        info = _read_json(jobpath)
+        info = read_json(jobpath)
         if info is None:
             module.fail_json(msg="job: no rounds run %s on this node (started elsewhere, or collected already)" % job)
         pid, bound = int(info["pid"]), float(info["bound"])
@@ -887,14 +407,14 @@ def collect(module):
             return found if found is not None and found.get("runner") == pid else None
 
         def drop_job():  # only while it still names this run
-            if (_read_json(jobpath) or {}).get("pid") == pid:
-                _unlink(jobpath)
+            if (read_json(jobpath) or {}).get("pid") == pid:
+                unlink(jobpath)
         while True:
-            result = own(_read_json(resultpath))
+            result = own(read_json(resultpath))
             if result is not None:
                 break
-            if not _runner(pid):
-                result = own(_read_json(resultpath))  # it may have ended just now
+            if not is_runner(pid):
+                result = own(read_json(resultpath))  # it may have ended just now
                 if result is None:
                     drop_job()
                     module.fail_json(msg="the rounds run %s (pid %d) ended without a result (killed?)" % (job, pid))
@@ -910,7 +430,7 @@ def collect(module):
             time.sleep(0.2)
     except (ValueError, KeyError, TypeError) as exc:
         module.fail_json(msg="job %s: unreadable: %s" % (job, exc))
-    _unlink(resultpath)
+    unlink(resultpath)
     drop_job()
     kept = dict((k, v) for k, v in result.items() if k in RESULT_KEYS)
     if result.get("failed"):
@@ -922,32 +442,23 @@ def collect(module):
 RESULT_KEYS = ("changed", "measurements", "server_errors", "round_seconds", "probes", "probes_error", "msg")
 
 
-def _unlink(path):
-    try:
-        os.unlink(path)
-    except OSError:  # gone already (another stop on a machine shared by namespace hosts)
-        pass
-
-
 def halt(module):
     bind, port = module.params["bind"], module.params["port"]
     paths = [pidfile(bind, port)] if bind else sorted(glob.glob(os.path.join(PID_DIR, "iperf3-*.pid")))
     stopped = []
     if not bind:
-        if os.path.isdir(PID_DIR):  # a rounds start still on its way begins no round after this
-            with open(STOP_MARK, "w") as handle:
-                handle.write("%f\n" % time.time())
+        mark_stopped()  # a rounds start still on its way begins no round after this
         for path in sorted(glob.glob(os.path.join(PID_DIR, "rounds-*.pid"))):
             runner = stop_runner(path)  # the rounds runs first, so that they start no further server
             if runner:
                 stopped.append(runner)
-            _unlink(path)
+            unlink(path)
     for path in paths:
-        pid = _read_pid(path)
+        pid = read_pid(path)
         if pid and stop(pid):
             stopped.append(pid)
         for name in (path, path[:-4] + ".log", path[:-4] + ".iperf3"):
-            _unlink(name)
+            unlink(name)
     module.exit_json(changed=False, stopped=stopped,
                      msg="stopped %d iperf3 server(s)" % len(stopped) if stopped else "no iperf3 server running")
 

@@ -16,7 +16,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._tuning import (
     INT_MAX, buffer_size, parse_rings, parse_sysctl, read_buffer_sysctl, ring_changes, sysctl_file, sysctl_problem,
     wanted_buffers,
 )
-from ansible_collections.gpuops.fabric.plugins.modules.host_tuning import Node, plan_buffers, plan_irqs
+from ansible_collections.gpuops.fabric.plugins.module_utils._tuning_node import Node, plan_buffers, plan_irqs
 
 MiB = 1024 * 1024
 

@@ -15,10 +15,12 @@ import sys
 import pytest
 
 from conftest import COLLECTIONS_ROOT
-from ansible_collections.gpuops.fabric.plugins.modules.host_tuning import (
-    OutsideRoot, confined_path, option_problems, sysctl_file_problem, write_file, write_value,
+from ansible_collections.gpuops.fabric.plugins.module_utils._tuning import sysctl_file_problem
+from ansible_collections.gpuops.fabric.plugins.module_utils._tuning_node import (
+    OutsideRoot, confined_path, write_file, write_value,
 )
-from ansible_collections.gpuops.fabric.plugins.modules import host_tuning
+from ansible_collections.gpuops.fabric.plugins.modules.host_tuning import option_problems
+from ansible_collections.gpuops.fabric.plugins.module_utils import _tuning_node
 
 FILE = "/etc/sysctl.d/60-gpuops-fabric.conf"
 DEVICE = "sys/devices/pci0000:40/0000:40:01.0/0000:41:00.0"
@@ -173,7 +175,7 @@ def test_the_writers_refuse_on_their_own(tmp_path, monkeypatch):
             confined_path(str(root), bad, "key")
     # a link swapped in after the path was checked (simulated: the check waved through): O_NOFOLLOW refuses the last
     # component, and what was opened is checked again before a byte is written
-    monkeypatch.setattr(host_tuning, "confined_path", lambda _root, relative, _key: os.path.join(str(root), relative))
+    monkeypatch.setattr(_tuning_node, "confined_path", lambda _root, relative, _key: os.path.join(str(root), relative))
     error = write_value(str(root), "proc/sys/net/core/link", "net.core.link", "2")
     assert "is a symbolic link; not followed" in error
     if os.path.isdir("/proc/self/fd"):

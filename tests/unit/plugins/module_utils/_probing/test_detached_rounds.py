@@ -18,7 +18,7 @@ import time
 import pytest
 
 from conftest import COLLECTIONS_ROOT, require_tool
-from ansible_collections.gpuops.fabric.plugins.modules import throughput_probe
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing import jobs
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the probes keep their files under /run (CI runs as root)")
 
@@ -131,13 +131,13 @@ def test_a_result_that_is_no_file_or_too_large_is_refused(tmp_path):
     fifo = str(tmp_path / "fifo.json")
     os.mkfifo(fifo)
     big = tmp_path / "big.json"
-    big.write_text("[" + "0," * (throughput_probe.RESULT_MAX // 2) + "0]")
+    big.write_text("[" + "0," * (jobs.RESULT_MAX // 2) + "0]")
     odd = tmp_path / "list.json"
     odd.write_text("[1, 2]")
     for path, said in ((fifo, "not a regular file"), (str(big), "larger than"), (str(odd), "no JSON object")):
         with pytest.raises(ValueError, match=said):
-            throughput_probe._read_json(path)
-    assert throughput_probe._read_json(str(tmp_path / "missing.json")) is None
+            jobs.read_json(path)
+    assert jobs.read_json(str(tmp_path / "missing.json")) is None
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
@@ -162,7 +162,7 @@ def test_a_server_being_started_is_found_by_its_address():
 def test_a_start_that_arrived_before_a_stop_runs_no_round():
     """A Ctrl-C'd play: a rounds start still on its way when mode=stop ran must not begin its rounds afterwards.
     Here the stop's mark is dated after the start's arrival (a minute ahead), so the start refuses."""
-    mark = throughput_probe.STOP_MARK
+    mark = jobs.STOP_MARK
     os.makedirs(os.path.dirname(mark), exist_ok=True)
     with open(mark, "w") as handle:
         handle.write("later\n")
