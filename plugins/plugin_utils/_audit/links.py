@@ -26,14 +26,14 @@ def utf8(text):
     return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _text(value):
+def text_or_none(value):
     """A name for the reports: at most MAX_NAME characters, valid UTF-8 (utf8); None when not a non-empty string."""
     if not isinstance(value, str) or not value:
         return None
     return utf8(value[:MAX_NAME])
 
 
-def _pcie(link):
+def pcie_fields(link):
     """A link fact as a report row carries it (pcie.link_sides): the sides with any field known; None without any."""
     found = dict((side, values) for side, values in link_sides(link).items() if any(v is not None for v in values.values()))
     return found or None
@@ -50,21 +50,21 @@ def link_rows(facts_by_host):
             if not isinstance(gpu, dict):
                 continue
             index = finite(gpu.get("index"), 0, 4096)
-            address = _text(gpu.get("address"))
+            address = text_or_none(gpu.get("address"))
             name = ("gpu%d" % index) if isinstance(index, int) else address
             if not name:
                 continue
-            gpus.append({"host": host, "class": "gpu", "device": name, "kind": _text(gpu.get("kind")) or "gpu",
-                         "address": address, "model": _text(gpu.get("name")), "pcie": _pcie(gpu.get("link"))})
+            gpus.append({"host": host, "class": "gpu", "device": name, "kind": text_or_none(gpu.get("kind")) or "gpu",
+                         "address": address, "model": text_or_none(gpu.get("name")), "pcie": pcie_fields(gpu.get("link"))})
         for nic in facts.get("nics") if isinstance(facts.get("nics"), list) else []:
-            if not isinstance(nic, dict) or nic.get("kind") == NETDEV_LOOPBACK or not _text(nic.get("name")):
+            if not isinstance(nic, dict) or nic.get("kind") == NETDEV_LOOPBACK or not text_or_none(nic.get("name")):
                 continue
-            operstate = _text(nic.get("operstate"))
-            nics.append({"host": host, "class": "nic", "device": _text(nic.get("name")), "kind": "nic",
-                         "interface_kind": _text(nic.get("kind")), "address": _text(nic.get("address")),
+            operstate = text_or_none(nic.get("operstate"))
+            nics.append({"host": host, "class": "nic", "device": text_or_none(nic.get("name")), "kind": "nic",
+                         "interface_kind": text_or_none(nic.get("kind")), "address": text_or_none(nic.get("address")),
                          "speed_mbps": finite(nic.get("speed_mbps"), 1, SPEED_MBPS_MAX),
                          "mtu": finite(nic.get("mtu"), 1, MTU_MAX), "operstate": operstate,
-                         "pcie": _pcie(nic_link(nic))})
+                         "pcie": pcie_fields(nic_link(nic))})
         seen = set()
         for row in sorted(gpus, key=lambda r: (r["device"], r["address"] or "")) + \
                 sorted(nics, key=lambda r: (r["device"], r["address"] or "")):

@@ -10,13 +10,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import switch_name, switch_port_name
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import (
     WINDOW_KEY, baseline_path, baseline_warnings, check_counters, percent_budget, read_baseline, window_seconds,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import evaluate_host, evaluate_inventory
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import observed
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import link_rows
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.topology import topology_trees
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import (
@@ -24,8 +22,9 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import
     validate_waivers, waiver_warnings,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import build_report
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.ncclrun import nccl_choices
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.stab import stability_row
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.nccl_views import nccl_choices
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.measurements import measurements
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.stability import stability_row
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import read_attachments
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.logs import log_paths, read_log
 
@@ -200,49 +199,6 @@ def cabling(facts_by_host):
                 rows.append({"host": host, "port": port, "switch": switch_name(n), "switch_port": switch_port_name(n),
                              "vlans": [v["id"] for v in n.get("vlans") or []],
                              "aggregation": (n.get("aggregation") or {}).get("port_id"), "mfs": n.get("mfs")})
-    return rows
-
-
-def _ms(part, key):
-    return finite(part.get(key)) if isinstance(part, dict) else None
-
-
-def latency_row(latency):
-    """The latency under load of one measurement as flat report columns (None where it was not measured)."""
-    latency = latency if isinstance(latency, dict) else {}
-    idle, loaded = latency.get("idle"), latency.get("loaded")
-    return {"idle_p50_ms": _ms(idle, "p50_ms"), "idle_p99_ms": _ms(idle, "p99_ms"),
-            "loaded_p50_ms": _ms(loaded, "p50_ms"), "loaded_p99_ms": _ms(loaded, "p99_ms"),
-            "loaded_max_ms": _ms(loaded, "max_ms"), "loaded_loss_percent": _ms(loaded, "loss_percent")}
-
-
-def _entries(probes, key):
-    """The measurements of one probe as dicts (hand-set or corrupt host variables may hold anything)."""
-    value = probes.get(key)
-    return [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
-
-
-def measurements(expects):
-    """What the probes measured, per host: throughput pairs, full-size ping pairs, nccl-tests peaks."""
-    rows = []
-    for host in sorted(expects):
-        probes = observed(expects[host], "probes")
-        if not isinstance(probes, dict):
-            continue
-        for entry in _entries(probes, "throughput"):
-            rows.append({"host": host, "kind": "throughput", "peer": entry.get("peer"), "network": entry.get("network"),
-                         "gbps": entry.get("gbps"), "expected_gbps": entry.get("expected_gbps"),
-                         "basis": entry.get("basis"), "retransmits": entry.get("retransmits"),
-                         "retransmit_percent": entry.get("retransmit_percent"), "error": entry.get("error"),
-                         "run": entry.get("run"), "runs": entry.get("runs")})
-            rows[-1].update(latency_row(entry.get("latency")))
-        for entry in _entries(probes, "jumbo"):
-            rows.append({"host": host, "kind": "jumbo", "peer": entry.get("peer"), "network": entry.get("network"),
-                         "payload": entry.get("payload"), "mtu": entry.get("mtu"), "status": entry.get("status")})
-        nccl = probes.get("nccl")
-        if isinstance(nccl, dict) and nccl.get("installed") and nccl.get("rows"):
-            rows.append({"host": host, "kind": "nccl", "scope": probes.get("nccl_scope"),
-                         "max_busbw": nccl.get("max_busbw"), "avg_busbw": nccl.get("avg_busbw")})
     return rows
 
 

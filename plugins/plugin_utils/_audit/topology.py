@@ -18,7 +18,7 @@ import re
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import BRIDGE_KINDS, ENDPOINT_KINDS, INTERNAL_KINDS
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_sides, link_verdict
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import _pcie, _text
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import pcie_fields, text_or_none
 
 # The link drawn above a device is the device's own (an endpoint's, a switch's upstream port's: sysfs gives both ends
 # of a link the same figures); the internal kinds (model.INTERNAL_KINDS) have none of their own.
@@ -41,7 +41,7 @@ def host_tree(facts, findings):
     """The tree of one host: {numa: [ids], bridges: [{id, numa}], devices: [...], pairs: [...], cut: n}, or None
     when the facts hold no PCI device to draw."""
     pci = [d for d in (facts.get("pci") if isinstance(facts.get("pci"), list) else [])
-           if isinstance(d, dict) and _text(d.get("address"))]
+           if isinstance(d, dict) and text_or_none(d.get("address"))]
     by_address = {}
     for device in pci:
         by_address.setdefault(device["address"], device)
@@ -69,11 +69,11 @@ def host_tree(facts, findings):
         index = finite(gpu.get("index"), 0, 4096)
         label = ("GPU%d" % index) if isinstance(index, int) else None
         devices[address] = {
-            "address": address, "kind": _text(device.get("kind")) or "other", "parent": parent,
-            "host_bridge": _text(device.get("host_bridge")), "numa": finite(device.get("numa_node"), 0, 4096),
+            "address": address, "kind": text_or_none(device.get("kind")) or "other", "parent": parent,
+            "host_bridge": text_or_none(device.get("host_bridge")), "numa": finite(device.get("numa_node"), 0, 4096),
             "label": label or (", ".join(sorted(names.get(address, []))[:3]) or None),
-            "name": _text(device.get("name")), "link": _pcie(device.get("link")),
-            "gpu_link_state": _text(gpu.get("link_state")), "findings": [], "state": "unknown"}
+            "name": text_or_none(device.get("name")), "link": pcie_fields(device.get("link")),
+            "gpu_link_state": text_or_none(gpu.get("link_state")), "findings": [], "state": "unknown"}
     children = {}
     for address, device in devices.items():
         if device["parent"]:
@@ -95,7 +95,7 @@ def host_tree(facts, findings):
             continue
         for near in gpus[address].get("nearest_nics") if isinstance(gpus[address].get("nearest_nics"), list) else []:
             if isinstance(near, dict) and near.get("nic") in devices:
-                pairs.append({"gpu": address, "nic": near["nic"], "type": _text(near.get("type"))})
+                pairs.append({"gpu": address, "nic": near["nic"], "type": text_or_none(near.get("type"))})
     return {"numa": numa,
             "bridges": [{"id": b, "numa": min(bridges[b]) if bridges[b] else None} for b in sorted(bridges)],
             "devices": [devices[a] for a in sorted(devices)], "pairs": pairs, "cut": cut}
@@ -129,11 +129,11 @@ def _device_names(facts, by_address):
     """PCI address -> the names findings may call it by: its interfaces and RDMA devices."""
     names = {}
     for nic in facts.get("nics") if isinstance(facts.get("nics"), list) else []:
-        if isinstance(nic, dict) and nic.get("address") in by_address and _text(nic.get("name")):
-            names.setdefault(nic["address"], set()).add(_text(nic["name"]))
+        if isinstance(nic, dict) and nic.get("address") in by_address and text_or_none(nic.get("name")):
+            names.setdefault(nic["address"], set()).add(text_or_none(nic["name"]))
     for rdma in facts.get("rdma") if isinstance(facts.get("rdma"), list) else []:
-        if isinstance(rdma, dict) and rdma.get("address") in by_address and _text(rdma.get("name")):
-            names.setdefault(rdma["address"], set()).add(_text(rdma["name"]))
+        if isinstance(rdma, dict) and rdma.get("address") in by_address and text_or_none(rdma.get("name")):
+            names.setdefault(rdma["address"], set()).add(text_or_none(rdma["name"]))
     return names
 
 
@@ -145,13 +145,13 @@ def _place_findings(devices, findings, names, facts):
         for name in known:
             by_name.setdefault(name, set()).add(address)
     for bond in facts.get("bonds") if isinstance(facts.get("bonds"), list) else []:
-        if isinstance(bond, dict) and _text(bond.get("name")):
+        if isinstance(bond, dict) and text_or_none(bond.get("name")):
             members = bond.get("members") if isinstance(bond.get("members"), list) else []
             for member in members:
                 member_name = member.get("name") if isinstance(member, dict) else member
                 by_name.setdefault(bond["name"], set()).update(by_name.get(member_name, ()))
     for vlan in facts.get("vlans") if isinstance(facts.get("vlans"), list) else []:
-        if isinstance(vlan, dict) and _text(vlan.get("name")):
+        if isinstance(vlan, dict) and text_or_none(vlan.get("name")):
             by_name.setdefault(vlan["name"], set()).update(by_name.get(vlan.get("parent"), ()))
     for finding in findings:
         targets = set()

@@ -15,7 +15,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values imp
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import SEVERITY_RANK
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import duration
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.stab import STABILITY_COUNTS
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.stability import STABILITY_COUNTS
 
 
 def nccl_lines(row):
@@ -202,8 +202,8 @@ def build_report(hosts, findings, outcomes, generated_at, collection_version=Non
     """``hosts``: {name: {"status": audited|unreachable|failed, "reason": str|None}};
     ``outcomes``: {host: {rule id: (status, reason)}} for audited hosts, inventory rules under "inventory";
     ``measurements``: what the probes measured (see _audit.measurements), listed whether or not they are findings;
-    ``nccl``: per host and NCCL log, what NCCL chose beside what the hardware offers (rules/ncclrun.nccl_choices);
-    ``stability``: per host, the counters' growth and rates (rules/stab.stability_row)."""
+    ``nccl``: per host and NCCL log, what NCCL chose beside what the hardware offers (nccl_views.nccl_choices);
+    ``stability``: per host, the counters' growth and rates (reports/stability.stability_row)."""
     findings = sorted(findings, key=lambda f: (SEVERITY_RANK[f["severity"]], f["host"] or "", f["id"],
                                                str(f["subject"])))
     active = [f for f in findings if not f.get("waived")]

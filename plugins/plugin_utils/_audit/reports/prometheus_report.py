@@ -18,7 +18,7 @@ import os
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import SEVERITIES
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import utf8
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.stab import STABILITY_COUNTS
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.stability import STABILITY_COUNTS
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import HOST_STATES
 
 COUNT_MAX = 1 << 64

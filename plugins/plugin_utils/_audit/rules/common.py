@@ -60,13 +60,13 @@ def active_rdma_ports(facts):
                   for p in d.get("ports") or [] if p.get("state") == "ACTIVE")
 
 
-def _ports_of(facts, device):
+def ports_of(facts, device):
     """The NIC facts of the ports a device's traffic leaves on, by name: a VLAN's parent's, a bond's members, or
     the device itself (virtual ports too: a veth has LLDP neighbours)."""
     return sorted(ports_under(facts, device, physical_only=False), key=lambda nic: nic["name"])
 
 
-def _attached(ctx):
+def attachments_of(ctx):
     """[(network name, network, device)] for networks this host attaches (fabric_attachments)."""
     networks = ctx.expect.get("networks") or {}
     attachments = ctx.expect.get("attachments") or {}

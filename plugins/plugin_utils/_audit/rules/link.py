@@ -10,17 +10,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import _attached, _ports_of
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import attachments_of, ports_of
 
 
 def _link_modes(ctx, roles=None):
     """[(network, net, port's NIC fact, link_modes)] for ports under attached networks (of ``roles``) with link
     modes."""
     found = []
-    for name, net, device in _attached(ctx):
+    for name, net, device in attachments_of(ctx):
         if roles and net["role"] not in roles:
             continue
-        for nic in _ports_of(ctx.facts, device):
+        for nic in ports_of(ctx.facts, device):
             modes = nic.get("link_modes")
             if modes and modes.get("supported_speeds_mbps"):
                 found.append((name, net, nic, modes))

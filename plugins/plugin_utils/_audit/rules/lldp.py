@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import switch_name, switch_port_name
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import _attached, _ports_of
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import attachments_of, ports_of
 
 # ---- the switch side, seen from the host (LLDP) and the NICs' link modes ---------------------------------------
 ETHERNET_FRAME = 18  # 14 bytes header + 4 bytes FCS around the MTU; a VLAN tag adds 4
@@ -35,10 +35,10 @@ def _neighbours_under(ctx, wanted):
     """(network name, network, device, port, neighbour) for every LLDP neighbour of the ports under each attached
     network that has ``wanted`` (a key of the network, e.g. vlan or mtu)."""
     ports = _lldp(ctx)
-    for name, net, device in _attached(ctx):
+    for name, net, device in attachments_of(ctx):
         if not net.get(wanted):
             continue
-        for port in _ports_of(ctx.facts, device):
+        for port in ports_of(ctx.facts, device):
             for neighbour in ports.get(port["name"]) or []:
                 yield name, net, device, port["name"], neighbour
 

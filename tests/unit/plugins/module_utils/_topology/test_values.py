@@ -43,7 +43,7 @@ ALLOWED = {
         "the pre-flight names why a variable is refused (a template, a whole float for an int, NaN) and converts",
     "plugins/plugin_utils/_audit/baseline.py": "shown(): writes NaN and Infinity out in a message",
     "plugins/plugin_utils/_audit/reports/prometheus_report.py": "writes NaN as Prometheus spells it",
-    "plugins/plugin_utils/_audit/rules/stab.py": "a spread it computed itself (infinite over a median of 0)",
+    "plugins/plugin_utils/_audit/rules/stab/load.py": "a spread it computed itself (infinite over a median of 0)",
     "plugins/module_utils/_topology/sources/hwloc.py": "parses an attribute's text with float()",
     "plugins/module_utils/_topology/sources/ncclxml.py": "parses an attribute's text with float()",
     "plugins/module_utils/_names.py": "quotes a value by its type for a file format",

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.ncclrun import pci_of_bus_id
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.nccl_views import pci_of_bus_id
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.logs import read_log
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
 

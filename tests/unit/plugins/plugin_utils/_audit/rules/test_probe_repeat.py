@@ -7,7 +7,7 @@ import pytest
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.markdown_report import render_markdown
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import build_report
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import measurements as measurements_of
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.measurements import measurements as measurements_of
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import by_pair, median
 
 from test_stab_load import IDLE, judge, loaded, probes

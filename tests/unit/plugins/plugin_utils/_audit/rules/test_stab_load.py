@@ -14,8 +14,8 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.html_report import render_html
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.markdown_report import render_markdown
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import build_report
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import latency_row, measurements as measurements_of
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.stab import queue_budget
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.measurements import latency_row, measurements as measurements_of
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.stab.load import queue_budget
 
 NO_EXPECT = {"gpu": {"width": None, "generation": None}, "nics": [], "rdma": False}
 with open(os.path.join(REPO, "tests", "fixtures", "probes", "ping-jumbo-ok.txt")) as _handle:
