@@ -15,7 +15,6 @@ import re
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import (
     UnsafeValue,
     line_value,
-    yaml_scalar,
 )
 
 
@@ -68,12 +67,12 @@ def interface_order(ifaces):
 MARKER_RE = re.compile(r"^# network (.+) role (\S+) on (\S+)$", re.M)
 
 
-def _iface(name, kind):
+def plan_iface(name, kind):
     return {"name": name, "kind": kind, "mtu": None, "addresses": [], "gateways": [], "routes": [],
             "members": [], "bond": None}
 
 
-def _int(value):
+def int_or_none(value):
     text = str(value).strip()
     digits = text[1:] if text.startswith("-") else text
     # ASCII digits only, and not a thousand of them (int() would take "1_000" and other scripts' digits)
@@ -91,11 +90,11 @@ def markers(texts):
     return found
 
 
-def _mapping(value):
+def as_mapping(value):
     return value if isinstance(value, dict) else {}
 
 
-def _sequence(value):
+def as_sequence(value):
     return value if isinstance(value, list) else []
 
 
@@ -106,16 +105,13 @@ HEADER = "Managed by gpuops.fabric; local changes are overwritten and reported a
 MARKER = "# network %s role %s on %s"
 
 
-def _markers(plan, ifaces):
+def marker_lines(plan, ifaces):
     roles = plan.get("roles") or {}
     return [line_value(MARKER % (network, roles.get(network, network), iface["name"]), "comment")
             for iface in ifaces for network in iface.get("networks") or []]
 
 
-_q = yaml_scalar
-
-
-def _routes(iface):
+def plan_routes(iface):
     routes = []
     for gateway in iface.get("gateways") or []:
         routes.append({"to": "default", "via": gateway, "metric": None})
@@ -123,7 +119,7 @@ def _routes(iface):
     return routes
 
 
-def _file_part(name):
+def file_part(name):
     """An interface name as part of a file name: one path component, nothing else."""
     text = line_value(name, "interface name")
     if "/" in text or text in (".", "..") or not text:
@@ -131,7 +127,7 @@ def _file_part(name):
     return text
 
 
-def _primary_of(plan, bond_name):
+def primary_of(plan, bond_name):
     for iface in plan["interfaces"]:
         if iface["kind"] == IFACE_BOND and iface["name"] == bond_name:
             return iface.get("primary")

@@ -11,9 +11,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+from ansible_collections.gpuops.fabric.plugins.module_utils._names import yaml_scalar as _q
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import (
-    _iface, _int, _mapping, _markers, _q, _routes, _sequence, HEADER, IFACE_BOND, IFACE_ETHERNET, IFACE_VLAN,
-    link_members, on_root,
+    HEADER, IFACE_BOND, IFACE_ETHERNET, IFACE_VLAN, as_mapping, as_sequence, int_or_none, link_members, marker_lines,
+    on_root, plan_iface, plan_routes,
 )
 
 # Where netplan reads its files, and the one this collection owns there. Nothing else is touched.
@@ -44,33 +45,33 @@ def parse_netplan(text, path="netplan file", problems=None):
         where = " line %d column %d" % (mark.line + 1, mark.column + 1) if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).replace("\n", " ")
         raise ValueError("%s%s: not valid YAML (%s)" % (path, where, problem))
-    if not isinstance(_mapping(loaded).get("network"), dict) and problems is not None:
+    if not isinstance(as_mapping(loaded).get("network"), dict) and problems is not None:
         problems.append("%s: no 'network:' mapping; netplan would read nothing from it" % path)
-    data = _mapping(_mapping(loaded).get("network"))
+    data = as_mapping(as_mapping(loaded).get("network"))
     ifaces = []
     for kind, section in ((IFACE_ETHERNET, "ethernets"), (IFACE_BOND, "bonds"), (IFACE_VLAN, "vlans")):
-        for name, conf in sorted(_mapping(data.get(section)).items(), key=lambda item: str(item[0])):
-            conf = _mapping(conf)
-            iface = _iface(str(name), kind)
-            iface["mtu"] = _int(conf.get("mtu"))
-            iface["addresses"] = [str(a) for a in _sequence(conf.get("addresses")) if isinstance(a, str)]
-            for route in _sequence(conf.get("routes")):
-                route = _mapping(route)
+        for name, conf in sorted(as_mapping(data.get(section)).items(), key=lambda item: str(item[0])):
+            conf = as_mapping(conf)
+            iface = plan_iface(str(name), kind)
+            iface["mtu"] = int_or_none(conf.get("mtu"))
+            iface["addresses"] = [str(a) for a in as_sequence(conf.get("addresses")) if isinstance(a, str)]
+            for route in as_sequence(conf.get("routes")):
+                route = as_mapping(route)
                 if str(route.get("to")) in ("default", "0.0.0.0/0", "::/0"):
                     iface["gateways"].append(str(route.get("via")))
                 else:
                     iface["routes"].append({"to": str(route.get("to")), "via": str(route.get("via")),
-                                            "metric": _int(route.get("metric"))})
+                                            "metric": int_or_none(route.get("metric"))})
             if kind == IFACE_BOND:
-                params = _mapping(conf.get("parameters"))
-                iface["members"] = [str(m) for m in _sequence(conf.get("interfaces"))]
+                params = as_mapping(conf.get("parameters"))
+                iface["members"] = [str(m) for m in as_sequence(conf.get("interfaces"))]
                 iface["mode"] = str(params.get("mode", "balance-rr"))
-                iface["miimon"] = _int(params.get("mii-monitor-interval", 0))
+                iface["miimon"] = int_or_none(params.get("mii-monitor-interval", 0))
                 iface["lacp_rate"] = params.get("lacp-rate")
                 iface["xmit_hash_policy"] = params.get("transmit-hash-policy")
                 iface["primary"] = params.get("primary")
             if kind == IFACE_VLAN:
-                iface["id"] = _int(conf.get("id"))
+                iface["id"] = int_or_none(conf.get("id"))
                 iface["parent"] = conf.get("link")
             ifaces.append(iface)
     return link_members(ifaces)
@@ -93,7 +94,7 @@ def render_netplan(plan):
             lines.append("      link-local: []")
         else:
             lines.append("      addresses: [%s]" % ", ".join(_q(a) for a in iface["addresses"]))
-        routes = _routes(iface)
+        routes = plan_routes(iface)
         if routes:
             lines.append("      routes:")
             for route in routes:
@@ -112,7 +113,7 @@ def render_netplan(plan):
             if iface.get("primary"):
                 lines.append("        primary: %s" % _q(iface["primary"]))
         sections[{IFACE_ETHERNET: "ethernets", IFACE_BOND: "bonds", IFACE_VLAN: "vlans"}[iface["kind"]]].append("\n".join(lines))
-    out = ["# " + HEADER] + _markers(plan, plan["interfaces"]) + ["network:", "  version: 2"]
+    out = ["# " + HEADER] + marker_lines(plan, plan["interfaces"]) + ["network:", "  version: 2"]
     for key in ("ethernets", "bonds", "vlans"):
         if sections[key]:
             out.append("  %s:" % key)

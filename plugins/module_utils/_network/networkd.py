@@ -14,7 +14,7 @@ import os
 import re
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import networkd_value
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import (
-    _file_part, _iface, _int, _markers, _primary_of, HEADER, IFACE_BOND, IFACE_ETHERNET, IFACE_VLAN, interface_order,
+    file_part, plan_iface, int_or_none, marker_lines, primary_of, HEADER, IFACE_BOND, IFACE_ETHERNET, IFACE_VLAN, interface_order,
     parse_ini,
 )
 
@@ -51,9 +51,9 @@ def parse_networkd(files, problems=None):
                 if problems is not None:
                     problems.append("%s: no [NetDev] Name= with Kind=bond or vlan" % path)
                 continue
-            iface = ifaces.setdefault(name, _iface(name, kind))
+            iface = ifaces.setdefault(name, plan_iface(name, kind))
             iface["kind"] = kind
-            iface["mtu"] = iface["mtu"] or _int(values.get(("NetDev", "MTUBytes")))
+            iface["mtu"] = iface["mtu"] or int_or_none(values.get(("NetDev", "MTUBytes")))
             if kind == IFACE_BOND:
                 iface["mode"] = values.get(("Bond", "Mode"), "balance-rr")
                 iface["miimon"] = _milliseconds(values.get(("Bond", "MIIMonitorSec"), "0"))
@@ -61,15 +61,15 @@ def parse_networkd(files, problems=None):
                 iface["xmit_hash_policy"] = values.get(("Bond", "TransmitHashPolicy"))
                 iface["primary"] = None
             else:
-                iface["id"] = _int(values.get(("VLAN", "Id")))
+                iface["id"] = int_or_none(values.get(("VLAN", "Id")))
         elif path.endswith(".network"):
             name = values.get(("Match", "Name"))
             if not name:
                 if problems is not None:
                     problems.append("%s: no [Match] Name=" % path)
                 continue
-            iface = ifaces.setdefault(name, _iface(name, IFACE_ETHERNET))
-            iface["mtu"] = _int(values.get(("Link", "MTUBytes"))) or iface["mtu"]
+            iface = ifaces.setdefault(name, plan_iface(name, IFACE_ETHERNET))
+            iface["mtu"] = int_or_none(values.get(("Link", "MTUBytes"))) or iface["mtu"]
             route = None
             for section, key, value in entries:
                 if section == "Network" and key == "Address":
@@ -89,7 +89,7 @@ def parse_networkd(files, problems=None):
                     elif route is not None and key == "Gateway":
                         route["via"] = value
                     elif route is not None and key == "Metric":
-                        route["metric"] = _int(value)
+                        route["metric"] = int_or_none(value)
     for member, bond in sorted(bond_of.items()):
         if member not in ifaces:
             continue
@@ -112,7 +112,7 @@ def render_networkd(plan):
             vlans_on.setdefault(iface["parent"], []).append(iface["name"])
     for iface in plan["interfaces"]:
         name = iface["name"]
-        base = "%s/%s%s" % (DIRECTORY, PREFIX, _file_part(name))
+        base = "%s/%s%s" % (DIRECTORY, PREFIX, file_part(name))
         if iface["kind"] in (IFACE_BOND, IFACE_VLAN):
             netdev = ["# " + HEADER, "[NetDev]", "Name=%s" % networkd_value(name), "Kind=%s" % iface["kind"]]
             if iface.get("mtu"):
@@ -127,13 +127,13 @@ def render_networkd(plan):
             else:
                 netdev += ["", "[VLAN]", "Id=%d" % iface["id"]]
             files[base + ".netdev"] = ("\n".join(netdev) + "\n", "0644")
-        network = ["# " + HEADER] + _markers(plan, [iface]) + ["[Match]", "Name=%s" % networkd_value(name, glob=True), ""]
+        network = ["# " + HEADER] + marker_lines(plan, [iface]) + ["[Match]", "Name=%s" % networkd_value(name, glob=True), ""]
         if iface.get("mtu"):
             network += ["[Link]", "MTUBytes=%d" % iface["mtu"], ""]
         network.append("[Network]")
         if iface["kind"] == IFACE_ETHERNET and iface.get("bond"):
             network.append("Bond=%s" % networkd_value(iface["bond"]))
-            if iface["name"] == _primary_of(plan, iface["bond"]):
+            if iface["name"] == primary_of(plan, iface["bond"]):
                 network.append("PrimarySlave=true")
         else:
             network += ["DHCP=no", "LinkLocalAddressing=%s" % ("ipv6" if any(":" in a for a in iface["addresses"])

@@ -15,7 +15,7 @@ import re
 import uuid
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import keyfile_value
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.common import (
-    _file_part, _iface, _int, _markers, HEADER, IFACE_BOND, IFACE_ETHERNET, IFACE_VLAN, interface_order, on_root,
+    file_part, plan_iface, int_or_none, marker_lines, HEADER, IFACE_BOND, IFACE_ETHERNET, IFACE_VLAN, interface_order, on_root,
     parse_ini,
 )
 
@@ -43,15 +43,15 @@ def parse_keyfiles(texts, paths=None, problems=None):
             values[(section, key)] = value
             if section in ("ipv4", "ipv6") and re.match(r"^address\d+$", key):
                 parts = value.split(",")
-                addresses.append((_int(key[7:]), section, parts[0]))
+                addresses.append((int_or_none(key[7:]), section, parts[0]))
                 if len(parts) > 1 and parts[1]:
                     gateways.append((section, parts[1]))
             elif section in ("ipv4", "ipv6") and key == "gateway":
                 gateways.append((section, value))
             elif section in ("ipv4", "ipv6") and re.match(r"^route\d+$", key):
                 parts = value.split(",") + [None, None]
-                route = {"to": parts[0], "via": parts[1] or None, "metric": _int(parts[2]) if parts[2] else None}
-                routes.append((_int(key[5:]), section, route))
+                route = {"to": parts[0], "via": parts[1] or None, "metric": int_or_none(parts[2]) if parts[2] else None}
+                routes.append((int_or_none(key[5:]), section, route))
         kind = {"ethernet": IFACE_ETHERNET, "802-3-ethernet": IFACE_ETHERNET, "bond": IFACE_BOND, "vlan": IFACE_VLAN}.get(
             values.get(("connection", "type")))
         name = values.get(("connection", "interface-name"))
@@ -60,8 +60,8 @@ def parse_keyfiles(texts, paths=None, problems=None):
                 problems.append("%s: no [connection] type (ethernet, bond, vlan) and interface-name; not a connection "
                                 "this collection writes" % path)
             continue
-        iface = _iface(name, kind)
-        iface["mtu"] = _int(values.get(("ethernet", "mtu")))
+        iface = plan_iface(name, kind)
+        iface["mtu"] = int_or_none(values.get(("ethernet", "mtu")))
         family_order = {"ipv4": 0, "ipv6": 1}
         iface["addresses"] = [a for _n, _f, a in sorted(addresses, key=lambda x: (family_order[x[1]], x[0]))]
         iface["gateways"] = [g for f, g in sorted(gateways, key=lambda x: family_order[x[0]])]
@@ -70,12 +70,12 @@ def parse_keyfiles(texts, paths=None, problems=None):
             iface["bond"] = values.get(("connection", "master"))
         if kind == IFACE_BOND:
             iface["mode"] = values.get(("bond", "mode"), "balance-rr")
-            iface["miimon"] = _int(values.get(("bond", "miimon"), 0))
+            iface["miimon"] = int_or_none(values.get(("bond", "miimon"), 0))
             iface["lacp_rate"] = values.get(("bond", "lacp_rate"))
             iface["xmit_hash_policy"] = values.get(("bond", "xmit_hash_policy"))
             iface["primary"] = values.get(("bond", "primary"))
         if kind == IFACE_VLAN:
-            iface["id"] = _int(values.get(("vlan", "id")))
+            iface["id"] = int_or_none(values.get(("vlan", "id")))
             iface["parent"] = values.get(("vlan", "parent"))
         ifaces.append(iface)
     by_name = dict((i["name"], i) for i in ifaces)
@@ -119,7 +119,7 @@ def render_networkmanager(plan):
     for iface in plan["interfaces"]:
         name = iface["name"]
         nm_type = {IFACE_ETHERNET: "ethernet", IFACE_BOND: "bond", IFACE_VLAN: "vlan"}[iface["kind"]]
-        lines = ["# " + HEADER] + _markers(plan, [iface]) + [
+        lines = ["# " + HEADER] + marker_lines(plan, [iface]) + [
             "[connection]", "id=%s%s" % (PREFIX, keyfile_value(name)), "uuid=%s" % _nm_uuid(name), "type=%s" % nm_type,
             "interface-name=%s" % keyfile_value(name)]
         if iface["kind"] == IFACE_ETHERNET and iface.get("bond"):
@@ -140,7 +140,7 @@ def render_networkmanager(plan):
             lines += ["[vlan]", "flags=1", "id=%d" % iface["id"], "parent=%s" % keyfile_value(iface["parent"]), ""]  # 1: reorder headers
         if not (iface["kind"] == IFACE_ETHERNET and iface.get("bond")):
             lines += _nm_ip("ipv4", "ipv4", iface) + [""] + _nm_ip("ipv6", "ipv6", iface) + [""]
-        files["%s/%s%s%s" % (DIRECTORY, PREFIX, _file_part(name), SUFFIX)] = ("\n".join(lines).rstrip("\n") + "\n", "0600")
+        files["%s/%s%s%s" % (DIRECTORY, PREFIX, file_part(name), SUFFIX)] = ("\n".join(lines).rstrip("\n") + "\n", "0600")
     return files
 
 

@@ -11,7 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import (
-    _address, _reserved, ADDRESS_KEYS, IntentError,
+    parse_address, reserved_addresses, ADDRESS_KEYS, IntentError,
 )
 
 
@@ -41,7 +41,7 @@ def host_addresses(networks, index, explicit, errors):
             errors.append("%s: %r must be an address, or a mapping with ipv4 and/or ipv6" % (where, given))
             continue
         for gwhere, family, text in items:
-            address = _address(text, gwhere, errors)
+            address = parse_address(text, gwhere, errors)
             if address is None:
                 continue
             if address.version != (4 if family == "ipv4" else 6):
@@ -74,7 +74,7 @@ def host_addresses(networks, index, explicit, errors):
                 continue
             if address not in subnet:
                 errors.append("%s: %s is outside %s %s" % (where, address, name, subnet))
-            elif address in _reserved(subnet, net[gkey]):
+            elif address in reserved_addresses(subnet, net[gkey]):
                 errors.append("%s: %s is the network, broadcast or gateway address of %s" % (where, address, name))
             else:
                 entry[family] = "%s/%d" % (address, subnet.prefixlen)
@@ -115,6 +115,6 @@ def _usable(net, index):
         subnet = net[skey]
         if subnet is None:
             continue
-        if index >= subnet.size or (subnet.network + index) in _reserved(subnet, net[gkey]):
+        if index >= subnet.size or (subnet.network + index) in reserved_addresses(subnet, net[gkey]):
             return False
     return True

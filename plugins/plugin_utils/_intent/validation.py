@@ -70,7 +70,7 @@ def _network(text, version, where, errors):
     return net
 
 
-def _address(text, where, errors):
+def parse_address(text, where, errors):
     if not isinstance(text, str) or text != text.strip() or not text.isprintable():
         errors.append("%s: %r is not an IP address" % (where, text))
         return None
@@ -81,7 +81,7 @@ def _address(text, where, errors):
         return None
 
 
-def _reserved(net, gateway):
+def reserved_addresses(net, gateway):
     reserved = {net.network}
     if net.version == 4 and net.prefixlen < 31:
         reserved.add(net.broadcast)
@@ -124,11 +124,11 @@ def validate_networks(value, errors, key="fabric_networks", check_overlap=True, 
             subnet = _network(net[skey], version, "%s.%s" % (where, skey), errors) if net.get(skey) is not None else None
             gateway = None
             if net.get(gkey) is not None:
-                gateway = _address(net[gkey], "%s.%s" % (where, gkey), errors)
+                gateway = parse_address(net[gkey], "%s.%s" % (where, gkey), errors)
                 if gateway is not None and subnet is not None:
                     if gateway not in subnet:
                         errors.append("%s.%s: %s is outside %s.%s %s" % (where, gkey, gateway, where, skey, subnet))
-                    elif gateway in _reserved(subnet, None):
+                    elif gateway in reserved_addresses(subnet, None):
                         errors.append("%s.%s: %s is the network or broadcast address of %s"
                                       % (where, gkey, gateway, subnet))
                 elif gateway is not None and planning and net.get(skey) is None:
@@ -173,7 +173,7 @@ def validate_networks(value, errors, key="fabric_networks", check_overlap=True, 
             if to is not None and to.ip != to.network:
                 errors.append("%s.to: %r has host bits set (did you mean %s?)" % (rwhere, route.get("to"), to.cidr))
                 to = None
-            via = _address(route.get("via"), "%s.via" % rwhere, errors) if route.get("via") is not None else None
+            via = parse_address(route.get("via"), "%s.via" % rwhere, errors) if route.get("via") is not None else None
             if route.get("via") is None:
                 errors.append("%s.via: a route needs a gateway (via)" % rwhere)
             if via is not None and to is not None and via.version != to.version:

@@ -21,7 +21,7 @@ def nic_by_name(facts, name):
     return None
 
 
-def _below_vlans(facts, name, keep_last=False):
+def below_vlans(facts, name, keep_last=False):
     """The interface under ``name``'s VLANs (``name`` itself when it is no VLAN). A VLAN whose parent is missing
     from the facts gives None, or with ``keep_last`` the last interface found."""
     nic = nic_by_name(facts, name)
@@ -39,7 +39,7 @@ def ports_under(facts, name, physical_only=True):
     """The ports an interface's traffic leaves on: a VLAN's parent's, a bond's members, or the interface itself.
     ``physical_only`` keeps those with a PCI address (what has slots, link modes, NUMA); without it a veth or other
     virtual port counts too (it has LLDP neighbours all the same)."""
-    nic = _below_vlans(facts, name)
+    nic = below_vlans(facts, name)
     if nic is None:
         return []
     members = [n for n in facts.get("nics") or [] if n.get("bond_master") == nic["name"]] or [nic]
@@ -49,7 +49,7 @@ def ports_under(facts, name, physical_only=True):
 def base_interface(facts, name):
     """The interface under ``name``'s VLANs (bond0.100 rides on bond0); ``name`` itself when it is no VLAN or the
     facts do not know it."""
-    nic = _below_vlans(facts, name, keep_last=True)
+    nic = below_vlans(facts, name, keep_last=True)
     return nic["name"] if nic is not None else name
 
 

@@ -17,9 +17,8 @@ import os
 import re
 import stat
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import (
-    parse_nccl_log, read_blocks, split_lines,
-)
+from ansible_collections.gpuops.fabric.plugins.module_utils._lines import read_blocks, split_lines
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import parse_nccl_log
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
 
 KEY = "fabric_nccl_logs"
@@ -142,7 +141,8 @@ def read_log(path):
 
 def _dump(entry, path):
     """An NCCL topology dump read into facts; as posted or logged, it may be an excerpt (xmlfile.load_xml_excerpt)."""
-    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import build_facts, resolve_subsets
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.build import build_facts
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import resolve_subsets
     from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import classify_devices
     from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ncclxml import (
         DUMP_SUBSETS, read_nccl_xml,

@@ -14,7 +14,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NETDEV_LOOPBACK
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import NEAR, is_near
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import (
-    _below_vlans, ifname_matches, nic_by_name,
+    below_vlans, ifname_matches, nic_by_name,
 )
 
 HEADER = "# Managed by gpuops.fabric (role gpuops.fabric.nccl); local changes are overwritten and reported as drift."
@@ -68,7 +68,7 @@ def socket_threads(speed_mbps):
 
 def _link_speed(facts, iface):
     """(speed, bond legs) under an interface: a VLAN's parent, a bond's own speed (the sum the kernel reports)."""
-    nic = _below_vlans(facts, iface, keep_last=True)
+    nic = below_vlans(facts, iface, keep_last=True)
     if nic is None:
         return None, 0
     legs = len([n for n in facts.get("nics") or [] if n.get("bond_master") == nic["name"]])

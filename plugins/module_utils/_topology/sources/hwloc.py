@@ -16,7 +16,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model impo
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import normalize_pci_address
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.xmlfile import (
-    _add_pci, _hex_or_none, _mask_to_cpus, _MAX_SHOWN, _note_dropped, _Notes, _shown, _single_node, _small_int,
+    add_pci, hex_or_none, mask_to_cpus, MAX_SHOWN, note_dropped, FileNotes, shown_value, single_node, small_int,
     load_xml, MAX_NUMA_NODES, MAX_PLAUSIBLE_GBYTES,
 )
 
@@ -39,12 +39,12 @@ _NOT_COMPUTE_SUBTYPES = frozenset(("mic", "drm", "display"))
 def read_hwloc_xml(path):
     root = load_xml(path, "topology")
     topo = Topology(source="hwloc_xml")
-    note = _Notes(topo, path)
+    note = FileNotes(topo, path)
     version = root.get("version") or "2.0"
     major = version.split(".")[0]
     bitflag_osdev = major not in ("1", "2")
     if major == "1":
-        note("hwloc XML format %s (hwloc 1.x) is read on a best-effort basis" % _shown(version))
+        note("hwloc XML format %s (hwloc 1.x) is read on a best-effort basis" % shown_value(version))
     # Memory-only nodes (GPU memory, HBM: they carry a subtype) sit in the nodesets of the
     # packages they are attached to; they say nothing about where a PCI device is.
     memory_only = set()
@@ -52,12 +52,12 @@ def read_hwloc_xml(path):
     for obj in root.iter("object"):
         if obj.get("type") != "NUMANode":
             continue
-        node_id = _small_int(obj.get("os_index"), MAX_NUMA_NODES * 64)
+        node_id = small_int(obj.get("os_index"), MAX_NUMA_NODES * 64)
         if node_id is None:
             continue
         if obj.get("subtype"):
             memory_only.add(node_id)
-        gp_index = _small_int(obj.get("gp_index"), 2 ** 64)
+        gp_index = small_int(obj.get("gp_index"), 2 ** 64)
         if gp_index is not None:
             numa_by_gp[gp_index] = node_id
     state = {"host_bridges": 0, "memory_only": memory_only, "numa_by_gp": numa_by_gp}
@@ -68,7 +68,7 @@ def read_hwloc_xml(path):
     for rdma in topo.rdma.values():
         rdma.netdevs = sorted(n.name for n in topo.netdevs.values()
                               if n.pci_address and n.pci_address == rdma.pci_address)
-    _note_dropped(state, note)
+    note_dropped(state, note)
     note.close()
     return topo
 
@@ -85,16 +85,16 @@ def _hwloc_walk(topo, obj, locality, host_bridge, parent_pci, bitflag_osdev, sta
             if busid is None:
                 # A host bridge: everything below it shares one root complex.
                 state["host_bridges"] += 1
-                host_bridge = "hostbridge%d:%s" % (state["host_bridges"], (obj.get("bridge_pci") or "")[:_MAX_SHOWN])
+                host_bridge = "hostbridge%d:%s" % (state["host_bridges"], (obj.get("bridge_pci") or "")[:MAX_SHOWN])
                 parent_pci = None
             else:
-                address = normalize_pci_address(busid[:_MAX_SHOWN])
+                address = normalize_pci_address(busid[:MAX_SHOWN])
                 if address is None:
-                    note("PCI object with pci_busid %s ignored" % _shown(busid))
+                    note("PCI object with pci_busid %s ignored" % shown_value(busid))
                     continue
                 dev = _hwloc_pci_device(obj, address, locality, host_bridge, parent_pci, note,
                                         state["memory_only"])
-                _add_pci(topo, dev, note, state)
+                add_pci(topo, dev, note, state)
                 parent_pci = address
         elif kind == "OSDev":
             _hwloc_osdev(topo, obj, parent_pci, bitflag_osdev)
@@ -114,16 +114,16 @@ def _hwloc_pci_device(obj, address, locality, host_bridge, parent_pci, note, mem
     fields = pci_type[:200].replace("[", " ").replace("]", " ").replace(":", " ").split()
     # "0200 [8086:1521] [1028:0000] 01" -> class, vendor, device, subvendor, subdevice, revision
     if len(fields) >= 5:
-        klass = _hex_or_none(fields[0])
+        klass = hex_or_none(fields[0])
         dev.class_code = (klass << 8) if klass is not None else None
-        dev.vendor_id, dev.device_id = _hex_or_none(fields[1]), _hex_or_none(fields[2])
-        dev.subsystem_vendor_id, dev.subsystem_device_id = _hex_or_none(fields[3]), _hex_or_none(fields[4])
+        dev.vendor_id, dev.device_id = hex_or_none(fields[1]), hex_or_none(fields[2])
+        dev.subsystem_vendor_id, dev.subsystem_device_id = hex_or_none(fields[3]), hex_or_none(fields[4])
     else:
-        note("%s has pci_type %s, not understood" % (address, _shown(pci_type)))
+        note("%s has pci_type %s, not understood" % (address, shown_value(pci_type)))
     dev.current_gbytes_hint = _hwloc_link_speed(obj.get("pci_link_speed"), address, note)
     if locality is not None:
-        dev.numa_node = _single_node(locality[0], memory_only)
-        cpus = _mask_to_cpus(locality[1])
+        dev.numa_node = single_node(locality[0], memory_only)
+        cpus = mask_to_cpus(locality[1])
         dev.local_cpus = format_cpulist(cpus) if cpus else None
     for info in obj.findall("info"):
         if info.get("name") == "PCIDevice":
@@ -135,17 +135,17 @@ def _hwloc_link_speed(text, address, note):
     """hwloc's pci_link_speed (GB/s of the current link, 0 when unknown) -> float or None."""
     if text is None or len(text) > 64:
         if text is not None:
-            note("%s has pci_link_speed %s, not a number; ignored" % (address, _shown(text)))
+            note("%s has pci_link_speed %s, not a number; ignored" % (address, shown_value(text)))
         return None
     try:
         speed = float(text)
     except ValueError:
-        note("%s has pci_link_speed %s, not a number; ignored" % (address, _shown(text)))
+        note("%s has pci_link_speed %s, not a number; ignored" % (address, shown_value(text)))
         return None
     if math.isnan(speed) or speed <= 0:
         return None
     if math.isinf(speed) or speed > MAX_PLAUSIBLE_GBYTES:
-        note("%s has pci_link_speed %s, not a plausible PCIe bandwidth in GB/s; ignored" % (address, _shown(text)))
+        note("%s has pci_link_speed %s, not a plausible PCIe bandwidth in GB/s; ignored" % (address, shown_value(text)))
         return None
     return speed
 
@@ -158,7 +158,7 @@ def _osdev_computes(obj, raw_type, bitflag_osdev, name, infos):
     if subtype in _NOT_COMPUTE_SUBTYPES:
         return False
     if bitflag_osdev:
-        flags = _small_int(raw_type, 2 ** 32) or 0
+        flags = small_int(raw_type, 2 ** 32) or 0
         coproc = bool(flags & _HWLOC3_COPROC)
     else:
         coproc = _HWLOC2_OSDEV.get(raw_type) == "coproc"
@@ -170,7 +170,7 @@ def _hwloc_osdev(topo, obj, parent_pci, bitflag_osdev):
     name = obj.get("name")
     raw_type = (obj.get("osdev_type") or "").strip()
     if bitflag_osdev:
-        flags = _small_int(raw_type, 2 ** 32) or 0
+        flags = small_int(raw_type, 2 ** 32) or 0
         is_rdma = bool(flags & _HWLOC3_OPENFABRICS)
         is_net = bool(flags & _HWLOC3_NETWORK) and not is_rdma
         is_gpu_type = bool(flags & (_HWLOC3_GPU | _HWLOC3_COPROC))
@@ -197,7 +197,7 @@ def _hwloc_osdev(topo, obj, parent_pci, bitflag_osdev):
         if address and address.count(":") == 19:
             dev.kind = NETDEV_IPOIB
         dev.mac = address
-        port = _small_int(infos.get("Port"), 65536)
+        port = small_int(infos.get("Port"), 65536)
         dev.dev_port = port - 1 if port else None
         if parent_pci is None:
             dev.kind = NETDEV_VIRTUAL
@@ -205,18 +205,18 @@ def _hwloc_osdev(topo, obj, parent_pci, bitflag_osdev):
 
 
 def _hwloc_numa(topo, obj, note):
-    node_id = _small_int(obj.get("os_index"), MAX_NUMA_NODES * 64)
+    node_id = small_int(obj.get("os_index"), MAX_NUMA_NODES * 64)
     if node_id is None:
         if obj.get("os_index") is not None:
-            note("NUMANode with os_index %s ignored" % _shown(obj.get("os_index")))
+            note("NUMANode with os_index %s ignored" % shown_value(obj.get("os_index")))
         return
     # hwloc gives memory-only nodes (GPU memory, HBM, CXL: those with a subtype) the cpuset of
     # the CPUs they are local to; the kernel lists no CPUs in them.
-    cpus = [] if obj.get("subtype") else _mask_to_cpus(obj.get("cpuset"))
+    cpus = [] if obj.get("subtype") else mask_to_cpus(obj.get("cpuset"))
     memory = obj.get("local_memory")
-    memory_bytes = _small_int(memory, 2 ** 64)
+    memory_bytes = small_int(memory, 2 ** 64)
     if memory is not None and memory_bytes is None:
-        note("NUMANode %d has local_memory %s, not a byte count; ignored" % (node_id, _shown(memory)))
+        note("NUMANode %d has local_memory %s, not a byte count; ignored" % (node_id, shown_value(memory)))
     topo.numa[node_id] = NumaNode(
         node_id=node_id,
         cpus=format_cpulist(cpus) if cpus is not None else None,
@@ -232,7 +232,7 @@ def _split_values(elements, limit):
     values = []
     for element in elements:
         for token in (element.text or "").split():
-            value = _small_int(token, 2 ** 64 - 1)
+            value = small_int(token, 2 ** 64 - 1)
             if value is None or len(values) >= limit:
                 return values, False
             values.append(value)
@@ -245,10 +245,10 @@ def _hwloc_distances(topo, root, state, note):
         if dist.get("type") != "NUMANode" or (dist.get("name") or "NUMALatency") != "NUMALatency":
             continue
         declared = dist.get("nbobjs")
-        count = _small_int(declared, MAX_NUMA_NODES)
+        count = small_int(declared, MAX_NUMA_NODES)
         if count is None:
             note("NUMA distance matrix with nbobjs %s ignored (at most %d nodes are read)"
-                 % (_shown(declared), MAX_NUMA_NODES))
+                 % (shown_value(declared), MAX_NUMA_NODES))
             return
         indexes, ok_i = _split_values(dist.findall("indexes"), count)
         values, ok_v = _split_values(dist.findall("u64values"), count * count)

@@ -18,7 +18,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie impor
     normalize_pci_address, parse_link_speed, parse_link_width,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.xmlfile import (
-    _add_pci, _hex_or_none, _mask_to_cpus, _MAX_SHOWN, _note_dropped, _Notes, _shown, _small_int, load_xml, load_xml_excerpt,
+    add_pci, hex_or_none, mask_to_cpus, MAX_SHOWN, note_dropped, FileNotes, shown_value, small_int, load_xml, load_xml_excerpt,
     MAX_NUMA_NODES, MAX_PLAUSIBLE_GTS, MAX_PLAUSIBLE_MBPS,
 )
 
@@ -38,25 +38,25 @@ def read_nccl_xml(path, excerpt=False):
     """
     root, truncated = load_xml_excerpt(path, "system") if excerpt else (load_xml(path, "system"), False)
     topo = Topology(source="nccl_xml", root_ports_omitted=True)
-    note = _Notes(topo, path)
+    note = FileNotes(topo, path)
     if truncated:
         note("the dump stops early (an excerpt): read as far as it goes; devices after the cut are missing")
     state = {}
     for cpu in root.findall("cpu"):
         numaid = cpu.get("numaid")
-        node_id = _small_int(numaid, MAX_NUMA_NODES * 64)
+        node_id = small_int(numaid, MAX_NUMA_NODES * 64)
         if numaid is not None and node_id is None and numaid.strip() != "-1":
-            note("<cpu numaid=%s> is not a NUMA node number; locality unknown" % _shown(numaid))
-        cpus = _mask_to_cpus(cpu.get("affinity"))
+            note("<cpu numaid=%s> is not a NUMA node number; locality unknown" % shown_value(numaid))
+        cpus = mask_to_cpus(cpu.get("affinity"))
         if node_id is not None:
             topo.numa[node_id] = NumaNode(node_id=node_id, cpus=format_cpulist(cpus) if cpus is not None else None)
         context = {
             "numa": node_id,
             "cpus": format_cpulist(cpus) if cpus else None,
-            "host_bridge": "cpu%s" % (numaid[:_MAX_SHOWN] if numaid is not None else len(topo.numa)),
+            "host_bridge": "cpu%s" % (numaid[:MAX_SHOWN] if numaid is not None else len(topo.numa)),
         }
         _nccl_walk(topo, cpu, context, note, state)
-    _note_dropped(state, note)
+    note_dropped(state, note)
     note.close()
     return topo
 
@@ -67,10 +67,10 @@ def _nccl_link(element, address, note):
     if gts is not None and (math.isinf(gts) or gts > MAX_PLAUSIBLE_GTS):
         gts = None
     if gts is None and speed_text is not None and speed_text.strip() not in ("", "Unknown", "Unknown speed"):
-        note("<pci busid=%s> link_speed %s is not a PCIe rate; ignored" % (address, _shown(speed_text)))
+        note("<pci busid=%s> link_speed %s is not a PCIe rate; ignored" % (address, shown_value(speed_text)))
     width = parse_link_width(width_text[:8]) if width_text is not None and len(width_text) <= 8 else None
     if width is None and width_text is not None and width_text.strip() not in ("", "0", "255"):
-        note("<pci busid=%s> link_width %s is not a PCIe width; ignored" % (address, _shown(width_text)))
+        note("<pci busid=%s> link_width %s is not a PCIe width; ignored" % (address, shown_value(width_text)))
     return gts, width
 
 
@@ -81,16 +81,16 @@ def _nccl_walk(topo, cpu, context, note, state):
         element, parent_pci = stack.pop()
         if element.tag == "pci":
             busid = element.get("busid")
-            address = normalize_pci_address(busid[:_MAX_SHOWN]) if busid else None
+            address = normalize_pci_address(busid[:MAX_SHOWN]) if busid else None
             if address is None:
-                note("<pci busid=%s> ignored" % _shown(busid))
+                note("<pci busid=%s> ignored" % shown_value(busid))
                 continue
             dev = PciDevice(address=address, host_bridge=context["host_bridge"], parent=parent_pci)
-            dev.class_code = _hex_or_none(element.get("class"), 0xFFFFFF)
-            dev.vendor_id = _hex_or_none(element.get("vendor"))
-            dev.device_id = _hex_or_none(element.get("device"))
-            dev.subsystem_vendor_id = _hex_or_none(element.get("subsystem_vendor"))
-            dev.subsystem_device_id = _hex_or_none(element.get("subsystem_device"))
+            dev.class_code = hex_or_none(element.get("class"), 0xFFFFFF)
+            dev.vendor_id = hex_or_none(element.get("vendor"))
+            dev.device_id = hex_or_none(element.get("device"))
+            dev.subsystem_vendor_id = hex_or_none(element.get("subsystem_vendor"))
+            dev.subsystem_device_id = hex_or_none(element.get("subsystem_device"))
             dev.max_gts, dev.max_width = _nccl_link(element, address, note)
             dev.numa_node = context["numa"]
             dev.local_cpus = context["cpus"]
@@ -98,7 +98,7 @@ def _nccl_walk(topo, cpu, context, note, state):
                     and parent_pci is not None and parent_pci in topo.pci):
                 # One <pci> bridge per switch: a bridge inside a bridge is a nested switch.
                 dev.nccl_nested_switch = True
-            _add_pci(topo, dev, note, state)
+            add_pci(topo, dev, note, state)
             for child in reversed(list(element)):
                 stack.append((child, address))
         elif element.tag == "nic":
@@ -111,14 +111,14 @@ def _nccl_net(topo, net, pci_address, note):
     if not name:
         return
     speed = net.get("speed")
-    speed_mbps = _small_int(speed, 2 ** 63)
+    speed_mbps = small_int(speed, 2 ** 63)
     if speed is not None and speed_mbps is None and speed.strip() not in ("", "0", "-1"):
-        note("<net name=%s speed=%s> is not a speed in Mb/s, ignored" % (_shown(name), _shown(speed)))
+        note("<net name=%s speed=%s> is not a speed in Mb/s, ignored" % (shown_value(name), shown_value(speed)))
     if speed_mbps is not None and speed_mbps > MAX_PLAUSIBLE_MBPS:
-        note("<net name=%s speed=%s> is not a plausible speed in Mb/s, ignored" % (_shown(name), _shown(speed)))
+        note("<net name=%s speed=%s> is not a plausible speed in Mb/s, ignored" % (shown_value(name), shown_value(speed)))
         speed_mbps = None
     speed_mbps = speed_mbps or None
-    port = _small_int(net.get("port") or "1", 65536)
+    port = small_int(net.get("port") or "1", 65536)
     dev = topo.pci.get(pci_address)
     # NCCL lists IB/RoCE HCAs by verbs device name (and marks them GPUDirect-capable);
     # socket transports by interface name.

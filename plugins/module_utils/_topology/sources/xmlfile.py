@@ -34,7 +34,7 @@ MAX_NUMA_NODES = 1024
 
 # Notes kept per file; the rest are counted in one last note.
 MAX_WARNINGS = 100
-_MAX_SHOWN = 40  # characters of a value quoted in a note
+MAX_SHOWN = 40  # characters of a value quoted in a note
 _READ_CHUNK = 1024 * 1024
 _MAX_XML_BYTES = MAX_XML_BYTES  # older name
 
@@ -52,10 +52,10 @@ class _Refused(Exception):
     """Raised from inside the expat handlers to stop a document that breaks a bound."""
 
 
-def _shown(value):
+def shown_value(value):
     """A value for a note: repr, cut to a few tens of characters."""
     text = repr(value)
-    return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN] + "...(%d characters)" % len(str(value))
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "...(%d characters)" % len(str(value))
 
 
 def _read_bounded(path):
@@ -180,12 +180,12 @@ def _load(path, expected_root, excerpt):
         raise TopologyError("%s: malformed XML (empty file)" % path)
     root, truncated = parse_xml_bytes(data, path, excerpt=True) if excerpt else (parse_xml_bytes(data, path), False)
     if root.tag != expected_root:
-        tag = root.tag if len(root.tag) <= _MAX_SHOWN else root.tag[:_MAX_SHOWN] + "..."
+        tag = root.tag if len(root.tag) <= MAX_SHOWN else root.tag[:MAX_SHOWN] + "..."
         raise TopologyError("%s: root element is <%s>, expected <%s>" % (path, tag, expected_root))
     return root, truncated
 
 
-class _Notes:
+class FileNotes:
     """Warnings of one file, at most MAX_WARNINGS of them plus a count of the rest."""
 
     def __init__(self, topo, path):
@@ -204,7 +204,7 @@ class _Notes:
             self.topo.warn("%s: %d more notes like the above left out" % (self.path, self.dropped))
 
 
-def _hex_or_none(text, maximum=0xFFFF):
+def hex_or_none(text, maximum=0xFFFF):
     """Hex text (with or without 0x) -> int up to ``maximum``; anything else None."""
     if text is None:
         return None
@@ -217,7 +217,7 @@ def _hex_or_none(text, maximum=0xFFFF):
     return value if value <= maximum else None
 
 
-def _small_int(text, maximum):
+def small_int(text, maximum):
     """ASCII decimal text -> int in 0..maximum; anything else (other scripts' digits, 400 digits) None."""
     if text is None:
         return None
@@ -228,18 +228,18 @@ def _small_int(text, maximum):
     return value if value <= maximum else None
 
 
-def _mask_to_cpus(mask):
+def mask_to_cpus(mask):
     if not mask:
         return None
     return parse_cpumask(mask)
 
 
-def _single_node(nodeset, ignore=()):
-    nodes = [n for n in (_mask_to_cpus(nodeset) or []) if n not in ignore]
+def single_node(nodeset, ignore=()):
+    nodes = [n for n in (mask_to_cpus(nodeset) or []) if n not in ignore]
     return nodes[0] if len(nodes) == 1 else None
 
 
-def _add_pci(topo, dev, note, state):
+def add_pci(topo, dev, note, state):
     """Put a PCI device in the model unless its bus id is there already (that is noted) or too many are."""
     if dev.address in topo.pci:
         note("PCI bus id %s appears more than once; the first entry is kept, the later one ignored" % dev.address)
@@ -251,6 +251,6 @@ def _add_pci(topo, dev, note, state):
     return True
 
 
-def _note_dropped(state, note):
+def note_dropped(state, note):
     if state.get("pci_dropped"):
         note("more than %d PCI devices; %d more left out" % (MAX_PCI_DEVICES, state["pci_dropped"]))

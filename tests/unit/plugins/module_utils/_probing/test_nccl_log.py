@@ -14,8 +14,9 @@ import pytest
 
 from conftest import REPO
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing import nccl_log
+from ansible_collections.gpuops.fabric.plugins.module_utils._lines import read_lines
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import (
-    host_view, merge_sections, parse_nccl_log, read_lines, transport_name,
+    host_view, merge_sections, parse_nccl_log, transport_name,
 )
 
 LOGS = os.path.join(REPO, "tests", "fixtures", "realdata", "nccl-logs")
@@ -190,7 +191,7 @@ def test_mappings_stay_bounded():
 
 
 def test_lines_split_in_blocks_as_universal_newlines_do():
-    from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import read_blocks, split_lines
+    from ansible_collections.gpuops.fabric.plugins.module_utils._lines import read_blocks, split_lines
     raw = b"a\r\nb\rc\n\nd\xe2\x82\xac\r\ne"
     for block in (1, 2, 3, 5, 1 << 20):
         assert list(split_lines(read_blocks(io.BytesIO(raw), block=block))) == ["a", "b", "c", "", u"d\u20ac", "e"]
@@ -199,7 +200,7 @@ def test_lines_split_in_blocks_as_universal_newlines_do():
 
 
 def test_nul_runs_end_lines_and_make_none():
-    from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import read_blocks, split_lines
+    from ansible_collections.gpuops.fabric.plugins.module_utils._lines import read_blocks, split_lines
     raw = b"\0" * 5000 + b"first\n" + b"second" + b"\0" * 3000 + b"third\n"
     for block in (7, 4096, 1 << 20):
         assert list(split_lines(read_blocks(io.BytesIO(raw), block=block))) == ["first", "second", "third"]

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from conftest import REPO
-from ansible_collections.gpuops.fabric.plugins.module_utils._probing import nccl_log
+from ansible_collections.gpuops.fabric.plugins.module_utils import _lines as line_reader
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import parse_nccl_log
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl import logs
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.logs import log_paths, read_log
@@ -138,7 +138,7 @@ def _fixture_log(name):
 def _within_bound(entry, counted):
     assert entry["error"] is None
     assert counted["bytes"] == entry["bytes_read"] <= logs.HEAD_BYTES + logs.TAIL_BYTES
-    assert counted["largest"] <= nccl_log.BLOCK
+    assert counted["largest"] <= line_reader.BLOCK
 
 
 def test_a_sparse_copytruncated_log_is_read_by_its_head_and_tail_only(tmp_path, counted):
