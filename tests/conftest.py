@@ -52,6 +52,36 @@ def roots():
     return _fixtures.prepare(os.path.join(REPO, ".cache", "fixtures"))
 
 
+def ansible_playbook(env, inventory, playbook, *extra, timeout=600, **env_more):
+    """``ansible-playbook -i inventory playbook extra...`` from the repository with the default callback (the tests
+    read its lines and recap), its output captured; a playbook is a collection name (gpuops.fabric.audit) or a
+    path. Never raises on a failed run: the tests assert on the return code."""
+    return subprocess.run(["ansible-playbook", "-i", str(inventory), str(playbook)] + [str(e) for e in extra],
+                          env=dict(env, ANSIBLE_STDOUT_CALLBACK="default", **env_more), capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO, check=False)
+
+
+@pytest.fixture(scope="session")
+def _gathered(roots):
+    """The hand-written 8-GPU node's facts, healthy and broken, gathered once for the whole run."""
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+    return {"healthy": gather(root=roots["dgx8"]), "broken": gather(root=roots["dgx8-broken"])}
+
+
+@pytest.fixture(scope="module")
+def healthy(_gathered):
+    """The healthy hand-written node's facts (tests/fixtures/sysfs/dgx8): each test module gets its own copy."""
+    import copy
+    return copy.deepcopy(_gathered["healthy"])
+
+
+@pytest.fixture(scope="module")
+def broken(_gathered):
+    """The same node with every fault the rules know planted (dgx8-broken): each test module gets its own copy."""
+    import copy
+    return copy.deepcopy(_gathered["broken"])
+
+
 @pytest.fixture(scope="session")
 def realdata():
     def path(name, filename):

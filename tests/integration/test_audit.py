@@ -10,7 +10,7 @@ import subprocess
 import yaml
 from ansible.release import __version__ as ANSIBLE_VERSION
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from conftest import REPO, ansible_playbook
 GOLDEN_DEMO = os.path.join(REPO, "tests", "fixtures", "golden_demo")
 GOLDEN_FILES = ("report.json", "report.md", "junit.xml", "metrics.prom")
 # the day the stored copy was made: waivers are judged against it (expired, days to the horizon), so the copy holds
@@ -22,9 +22,7 @@ TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\
 
 
 def playbook(env, inventory, *extra):
-    env = dict(env, ANSIBLE_STDOUT_CALLBACK="default")
-    return subprocess.run(["ansible-playbook", "-i", inventory, "gpuops.fabric.audit"] + list(extra), env=env,
-                          capture_output=True, text=True, timeout=600, cwd=REPO, check=False)
+    return ansible_playbook(env, inventory, "gpuops.fabric.audit", *extra)
 
 
 def load(report_dir):

@@ -9,7 +9,7 @@ import subprocess
 
 import yaml
 
-from conftest import REPO, recap, tree_hash
+from conftest import REPO, ansible_playbook, recap, tree_hash
 
 GOLDEN = os.path.join(REPO, "tests", "fixtures", "golden_nccl")
 
@@ -34,9 +34,7 @@ def inventory(tmp_path, roots, mode="tcp", hosts=None, extra=None):
 
 
 def play(env, inventory_path, *extra):
-    return subprocess.run(["ansible-playbook", "-i", inventory_path, "gpuops.fabric.nccl"] + list(extra),
-                          env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
-                          timeout=300, cwd=REPO, check=False)
+    return ansible_playbook(env, inventory_path, "gpuops.fabric.nccl", *extra, timeout=300)
 
 
 def golden(name):

@@ -6,9 +6,8 @@ import subprocess
 
 import yaml
 
-from conftest import recap, require_tool
+from conftest import REPO, ansible_playbook, recap, require_tool
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def inventory(tmp_path, roots, state="merged", backend="netplan", vlan=100):
@@ -36,9 +35,7 @@ def inventory(tmp_path, roots, state="merged", backend="netplan", vlan=100):
 
 
 def play(env, inventory_path, *extra):
-    return subprocess.run(["ansible-playbook", "-i", inventory_path, "gpuops.fabric.network"] + list(extra),
-                          env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
-                          timeout=300, cwd=REPO, check=False)
+    return ansible_playbook(env, inventory_path, "gpuops.fabric.network", *extra, timeout=300)
 
 
 def test_networkd_files_idempotent_and_check(ansible_env, roots, tmp_path):

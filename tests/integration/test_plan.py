@@ -7,7 +7,7 @@ import subprocess
 
 import yaml
 
-from conftest import REPO
+from conftest import REPO, ansible_playbook
 
 
 def run(env, tmp_path, roots, *extra, **more_hosts):
@@ -22,10 +22,8 @@ def run(env, tmp_path, roots, *extra, **more_hosts):
     inventory = tmp_path / "inventory.yml"
     local = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
     inventory.write_text(yaml.safe_dump({"all": {"vars": local, "hosts": hosts}}))
-    return subprocess.run(["ansible-playbook", "-i", str(inventory), "gpuops.fabric.plan",
-                           "-e", "fabric_plan_dir=%s" % (tmp_path / "plan")] + list(extra),
-                          env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
-                          timeout=300, cwd=REPO, check=False)
+    return ansible_playbook(env, inventory, "gpuops.fabric.plan", "-e", "fabric_plan_dir=%s" % (tmp_path / "plan"),
+                            *extra, timeout=300)
 
 
 def test_plan_playbook(ansible_env, roots, tmp_path):

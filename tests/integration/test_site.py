@@ -3,11 +3,10 @@ configured (network files, /etc/nccl.conf) and audited; a repeat run changes not
 the run before any host is touched."""
 
 import os
-import subprocess
 
 import yaml
 
-from conftest import REPO, recap, tree_hash
+from conftest import REPO, ansible_playbook, recap, tree_hash
 
 
 def inventory(tmp_path, roots, nccl_env=None, host_vars=None):
@@ -35,9 +34,7 @@ def inventory(tmp_path, roots, nccl_env=None, host_vars=None):
 
 
 def site(env, inventory_path, *args):
-    return subprocess.run(["ansible-playbook", "-i", inventory_path, os.path.join(REPO, "site.yml")] + list(args),
-                          env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True, text=True,
-                          timeout=600, cwd=REPO, check=False)
+    return ansible_playbook(env, inventory_path, os.path.join(REPO, "site.yml"), *args)
 
 
 def reads(stdout, host):
@@ -161,9 +158,7 @@ def test_a_run_wide_setting_given_differently_stops_the_run(ansible_env, roots, 
 
 
 def playbook(env, inventory_path, name, *extra):
-    return subprocess.run(["ansible-playbook", "-i", inventory_path, os.path.join(REPO, "playbooks", name)] +
-                          list(extra), env=dict(env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True,
-                          text=True, timeout=600, cwd=REPO, check=False)
+    return ansible_playbook(env, inventory_path, os.path.join(REPO, "playbooks", name), *extra)
 
 
 def test_the_tuning_playbook_checks_every_host_first(ansible_env, roots, tmp_path):

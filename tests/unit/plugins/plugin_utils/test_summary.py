@@ -6,13 +6,12 @@ import copy
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._summary import summarize
 
 
 @pytest.fixture(scope="module")
-def facts(roots):
-    return gather(root=roots["dgx8"])
+def facts(healthy):
+    return healthy
 
 
 def gpu_lines(lines):

@@ -14,7 +14,6 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.readback import gather_intent, parse
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.plan import plan_host
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.backends import NETWORK_RENDERERS as RENDERERS
@@ -25,8 +24,8 @@ INTENTS = sorted(f[:-4] for f in os.listdir(INTENTS_DIR) if f.endswith(".yml"))
 
 
 @pytest.fixture(scope="module")
-def facts(roots):
-    return gather(root=roots["dgx8"])
+def facts(healthy):
+    return healthy
 
 
 def rendered(hostvars, facts, backend):

@@ -6,18 +6,6 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
-
-
-@pytest.fixture(scope="module")
-def healthy(roots):
-    return gather(root=roots["dgx8"])
-
-
-@pytest.fixture(scope="module")
-def broken(roots):
-    return gather(root=roots["dgx8-broken"])
-
 
 def one(items, **match):
     found = [i for i in items if all(i[k] == v for k, v in match.items())]

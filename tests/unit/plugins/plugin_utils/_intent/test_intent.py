@@ -6,7 +6,6 @@ import pytest
 
 from conftest import REPO
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.addresses import allocate_indices
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.plan import check_collisions, plan_host
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import validate_networks
@@ -25,8 +24,8 @@ GOOD = {
 
 
 @pytest.fixture(scope="module")
-def facts(roots):
-    return gather(root=roots["dgx8"])
+def facts(healthy):
+    return healthy
 
 
 def variant(path, value):

@@ -200,11 +200,6 @@ def _odd(healthy, **values):
     return facts
 
 
-@pytest.fixture(scope="module")
-def healthy(roots):
-    return gather(root=roots["dgx8"])
-
-
 EXPECT = {"gpu": {"width": None, "generation": None}, "nics": [{"name": "ens*", "speed_mbps": 400000, "mtu": 9000}],
           "rdma": False}
 

@@ -2,9 +2,7 @@
 PROBE-004, STAB-005 and STAB-006 judge each pair once. The entries are hand-written in the shape throughput_probe's
 rounds leave (the parsers are tested on real iperf3 and ping captures in _probing)."""
 
-import pytest
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.markdown_report import render_markdown
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import build_report
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.measurements import measurements as measurements_of
@@ -24,11 +22,6 @@ def run_of(run, runs, gbps, peer="n2", retransmits=0, latency=None, error=None, 
 
 def runs(*rates, **kwargs):
     return [run_of(i + 1, len(rates), gbps, **kwargs) for i, gbps in enumerate(rates)]
-
-
-@pytest.fixture(scope="module")
-def healthy(roots):
-    return gather(root=roots["dgx8"])
 
 
 def test_helpers():

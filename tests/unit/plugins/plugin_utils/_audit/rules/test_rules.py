@@ -3,7 +3,6 @@ hand-written nodes, and on hand-edited copies of their facts (each edit says wha
 
 import copy
 
-import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit import catalog
@@ -17,16 +16,6 @@ DGX_EXPECT = {"gpu": {"width": 16, "generation": 5},
                        {"name": "enp193s0f*", "speed_mbps": 100000, "mtu": 9000},
                        {"name": "bond0*", "speed_mbps": None, "mtu": 9000}],
               "rdma": True}
-
-
-@pytest.fixture(scope="module")
-def healthy(roots):
-    return gather(root=roots["dgx8"])
-
-
-@pytest.fixture(scope="module")
-def broken(roots):
-    return gather(root=roots["dgx8-broken"])
 
 
 def run(facts, expect=None, host="node"):

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import (
     BOOT_TIME_SLACK_S, baseline_path, check_counters, read_baseline,
 )
@@ -22,16 +21,6 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.json_
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
 
 TODAY = datetime.date(2027, 1, 1)
-
-
-@pytest.fixture(scope="module")
-def healthy(roots):
-    return gather(root=roots["dgx8"])
-
-
-@pytest.fixture(scope="module")
-def broken(roots):
-    return gather(root=roots["dgx8-broken"])
 
 
 def later(facts, seconds=3600, **edits):

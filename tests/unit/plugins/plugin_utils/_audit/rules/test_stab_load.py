@@ -5,11 +5,9 @@ loaded ones and the entries around them are hand-written (the parsers are tested
 import copy
 import os
 
-import pytest
 
 from conftest import REPO
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.ping import summarize_latency
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import evaluate_host
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.html_report import render_html
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.markdown_report import render_markdown
@@ -40,11 +38,6 @@ def entry(gbps=0.94, latency=None, retransmits=3, sent=1000000000, mss=8948, spe
 def probes(*entries, **budgets):
     return dict(NO_EXPECT, probes=dict({"jumbo": [], "throughput": list(entries), "missing": [], "server_errors": [],
                                         "nccl": None}, **budgets))
-
-
-@pytest.fixture(scope="module")
-def healthy(roots):
-    return gather(root=roots["dgx8"])
 
 
 def judge(facts, expect, rule):

@@ -8,19 +8,12 @@ import copy
 import os
 import re
 
-import pytest
 
 from conftest import REPO
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from test_stab import audit, findings, outcome, write
 
 REAL = os.path.join(REPO, "tests", "fixtures", "realdata")
 WATCHED = ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored", "roce_slow_restart_cnps")
-
-
-@pytest.fixture(scope="module")
-def healthy(roots):
-    return gather(root=roots["dgx8"])
 
 
 def real_counters(name):

@@ -14,11 +14,6 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import ru
 TODAY = datetime.date(2027, 1, 1)
 
 
-@pytest.fixture(scope="module")
-def healthy(roots):
-    return gather(root=roots["dgx8"])
-
-
 def later(facts, seconds, tcp=(0, 0), **edits):
     """``facts`` read ``seconds`` later on the same boot: ``tcp`` = (segments sent, sent again) in between,
     edits are section=[(key, counter, added)]."""
