@@ -9,7 +9,6 @@ import yaml
 from conftest import REPO, ansible_playbook, recap, require_tool
 
 
-
 def inventory(tmp_path, roots, state="merged", backend="netplan", vlan=100):
     hosts = {}
     for name in ("node-a", "node-b"):

@@ -23,6 +23,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sy
 
 SCHEMA_VERSION = 1
 
+
 def _vendor_name(vendor_id):
     return {VENDOR_NVIDIA: "nvidia", VENDOR_AMD: "amd", VENDOR_INTEL: "intel"}.get(vendor_id, "other")
 

@@ -18,8 +18,8 @@ def code_lines(text):
     tree = ast.parse(text)
     skip = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in ("DOCUMENTATION", "EXAMPLES",
-                                                                                    "RETURN") for t in node.targets):
+        names = [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+        if isinstance(node, ast.Assign) and set(names) & {"DOCUMENTATION", "EXAMPLES", "RETURN"}:
             skip.update(range(node.lineno, node.end_lineno + 1))
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]

@@ -12,6 +12,8 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import observed
+
+
 def _ms(part, key):
     return finite(part.get(key)) if isinstance(part, dict) else None
 

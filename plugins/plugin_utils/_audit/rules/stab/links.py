@@ -27,6 +27,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.window import
     counter_section, counter_value, counters, interfaces_of, tcp_growth, tcp_of, window, without,
 )
 
+
 @host_rule(
     "STAB-001", "Link flaps", "warn",
     """An interface whose link went down (and mostly up again) between two readings: each flap stalls every

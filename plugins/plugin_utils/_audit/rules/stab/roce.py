@@ -16,6 +16,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.window import
     NO_BASELINE, compared_nothing, counter_section, counter_value, counters, window, without,
 )
 
+
 def _ecn_of(ctx, now, port):
     """(netdev, its roce_ecn configuration) of an RDMA port "device/n", from the facts; (None, None) unknown."""
     name, _sep, number = port.partition("/")

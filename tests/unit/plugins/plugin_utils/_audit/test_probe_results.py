@@ -27,9 +27,9 @@ BUDGETS = {"min_fraction": 0.8, "queue_delay_ms": 5, "max_retransmit_percent": 1
 
 
 def build(**given):
+    rounds = {"probes": [PING], "measurements": [MEASURED], "server_errors": [], "finished": True}
     args = dict(plan=PLAN, host="n1", first_host="n1", probes=["jumbo", "throughput"], in_rounds=True,
-                rounds_job={"job": "j1", "start": 1, "bound": 2}, rounds={"probes": [PING], "measurements": [MEASURED],
-                                                                      "server_errors": [], "finished": True},
+                rounds_job={"job": "j1", "start": 1, "bound": 2}, rounds=rounds,
                 jumbo={"skipped": True}, nccl_node={"skipped": True}, nccl_launched=None, launcher=False,
                 settings=BUDGETS)
     args.update(given)
