@@ -48,6 +48,16 @@ def reads(stdout, host):
     return found
 
 
+def planned(stdout):
+    """How many network_intent tasks of a run planned the network (site.yml's pre-flight, the network role's)."""
+    count = 0
+    for section in stdout.split("\nTASK [")[1:]:
+        title, body = section.split("]", 1)
+        if "network intent" in title and "Validate" in title:
+            count += "ok: [" in body or "changed: [" in body
+    return count
+
+
 def test_new_cluster_then_repeat(ansible_env, roots, tmp_path):
     inv = inventory(tmp_path, roots)
     first = site(ansible_env, inv)
@@ -62,6 +72,8 @@ def test_new_cluster_then_repeat(ansible_env, roots, tmp_path):
     assert recap(again.stdout, "node-a")["changed"] == "0" and recap(again.stdout, "node-b")["changed"] == "0"
     # nothing changed: the node is read once, by the pre-flight; the network role, the nccl role and the audit keep it
     assert reads(again.stdout, "node-a") == [True, False, False, False], again.stdout[-3000:]
+    # the plan is made once, by the pre-flight; the network role writes that plan and the nccl role counts it
+    assert planned(first.stdout) == planned(again.stdout) == 1, again.stdout[-3000:]
 
 
 def test_facts_are_read_again_where_a_role_changed_the_host(ansible_env, roots, tmp_path):
