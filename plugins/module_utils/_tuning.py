@@ -7,13 +7,15 @@
 NIC's ring sizes (``ethtool -g``), and the IRQs of a NIC kept on its NUMA node. The module host_tuning reads the node
 and applies; everything here only computes, so it is tested on captures.
 
-Shipped to the nodes: standard library only."""
+Shipped to the nodes: standard library only (and the facts' cpulist reader)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import re
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import format_cpulist, parse_cpulist
 
 # Socket buffers: twice the bandwidth-delay product of one flow (TCP's receive window needs the BDP plus what the
 # application has not read yet; Linux gives half of the buffer to its own bookkeeping by tcp_adv_win_scale), as a
@@ -186,3 +188,66 @@ def ring_changes(rings):
             if current < target:
                 changes[ring] = (current, target)
     return changes
+
+
+def plan_buffers(readings, speed, rtt_ms):
+    """(live changes {name: (before text, after text)}, the sysctl file's text, size, bdp, notes, warnings), from
+    ``readings`` as _tuning_node.read_buffers gives them.
+
+    A value read from the node that the kernel would refuse (out of range, two fields where it takes three, junk) is
+    a warning naming the key and the value, and that key is left out: not set live and not in the file for the next
+    boot. Not our own default instead: such a value comes from a damaged capture or a hand-edited image, not from a
+    running kernel, so what the node really runs with is unknown; writing a size over it could lower what an operator
+    meant to set (this module never lowers), and writing the kernel's default min/default fields would invent
+    values nobody chose. The operator who reads the warning fixes the one line; the other keys are still tuned."""
+    size, bdp = buffer_size(speed, rtt_ms)
+    current, notes, warnings = {}, [], []
+    for name in BUFFER_SYSCTLS:
+        reading = readings.get(name)
+        if reading is None:
+            current[name] = None  # its path was refused: the module fails before it writes anything
+            continue
+        text = reading["text"]
+        current[name], problem = read_buffer_sysctl(name, text)
+        if problem:
+            warnings.append(problem)
+        elif text is not None and not reading["writable"]:
+            notes.append("%s: read-only here (%s; a network namespace or container has the host's): set it on "
+                         "the host" % (name, text.strip()))
+            current[name] = None
+    wanted = wanted_buffers(current, size)
+    basis = "socket buffers for %d Mb/s at %g ms round trip (2 x BDP of %d bytes)" % (speed, rtt_ms, bdp)
+    live = dict((name, (" ".join(str(v) for v in current[name]), " ".join(str(v) for v in value)))
+                for name, value in wanted.items() if current[name] != value)
+    return live, sysctl_file(wanted, basis), size, bdp, notes, warnings
+
+
+def plan_irqs(readings):
+    """([(port, irq, before, after)], skipped): the interrupts of each port whose affinity leaves its NUMA node, from
+    ``readings`` as _tuning_node.read_irqs gives them. An interrupt already on CPUs of its node (irqbalance's choice
+    of one of them) is left where it is."""
+    moves, skipped = [], []
+    for reading in readings:
+        port, numa = reading["port"], reading["numa"]
+        if not reading["pci"]:
+            skipped.append("%s: no PCI function (a virtual interface): IRQs not judged" % port)
+            continue
+        if not re.match(r"^[0-9]{1,4}\Z", numa):
+            skipped.append("%s: the kernel knows no NUMA node for it (numa_node %s): IRQs left alone" % (
+                port, numa or "missing"))
+            continue
+        cpus = parse_cpulist(reading["cpulist"])
+        if not cpus:
+            skipped.append("%s: NUMA node %s lists no CPUs: IRQs left alone" % (port, numa))
+            continue
+        if not reading["affinity"]:
+            skipped.append("%s: no MSI interrupts listed: IRQs not judged" % port)
+            continue
+        node_cpus, wanted = set(cpus), format_cpulist(cpus)
+        for irq, text in sorted(reading["affinity"].items()):
+            current = parse_cpulist(text)
+            if current is None:
+                continue  # gone, or not readable: nothing to judge
+            if set(current) - node_cpus:
+                moves.append((port, irq, text, wanted))
+    return moves, skipped

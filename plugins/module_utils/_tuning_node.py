@@ -4,8 +4,8 @@
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
 """host_tuning's node side: reads and writes confined below the root (a symbolic link out of it refuses the key
-before anything is written), the node's interfaces and their ports, and the plans of socket buffers and interrupt
-affinity from what the node says. The arithmetic and the file formats are _tuning.py's."""
+before anything is written), the node's interfaces and their ports, and what the plans of socket buffers and interrupt
+affinity need read from the node. The plans themselves, the arithmetic and the file formats are _tuning.py's."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -19,12 +19,9 @@ import stat
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._files import inside
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import format_cpulist, parse_cpulist
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.files import SysfsFiles
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import UNKNOWN_SPEEDS
-from ansible_collections.gpuops.fabric.plugins.module_utils._tuning import (
-    BUFFER_SYSCTLS, buffer_size, read_buffer_sysctl, sysctl_file, wanted_buffers,
-)
+from ansible_collections.gpuops.fabric.plugins.module_utils._tuning import BUFFER_SYSCTLS
 
 _WRITE_FLAGS = (os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
                 | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
@@ -225,76 +222,49 @@ def sysctl_path(name):
     return "proc/sys/" + name.replace(".", "/")
 
 
-def plan_buffers(node, speed, rtt_ms, file_path):
-    """(live changes {name: (before text, after text)}, file before, file after, size, bdp, notes, warnings).
-
-    A value read from the node that the kernel would refuse (out of range, two fields where it takes three, junk) is
-    a warning naming the key and the value, and that key is left out: not set live and not in the file for the next
-    boot. Not our own default instead: such a value comes from a damaged capture or a hand-edited image, not from a
-    running kernel, so what the node really runs with is unknown; writing a size over it could lower what an operator
-    meant to set (this module never lowers), and writing the kernel's default min/default fields would invent
-    values nobody chose. The operator who reads the warning fixes the one line; the other keys are still tuned."""
-    size, bdp = buffer_size(speed, rtt_ms)
-    current, notes, warnings = {}, [], []
+def read_buffers(node, file_path):
+    """What the buffer plan needs from the node (``plan_buffers`` in _tuning.py decides): ({sysctl name: {"text":
+    its value as read or None, "writable": whether this process may set it} or None where its path leads out of the
+    root}, the sysctl file ``file_path`` as it is or None)."""
     node.confine(file_path, "sysctl_file")
+    readings = {}
     for name in BUFFER_SYSCTLS:
         if node.confine(sysctl_path(name), name) is None:
-            current[name] = None  # refused: the module fails before it writes anything
+            readings[name] = None  # refused: the module fails before it writes anything
             continue
         text = node.read(sysctl_path(name))
-        current[name], problem = read_buffer_sysctl(name, text)
-        if problem:
-            warnings.append(problem)
-        elif text is not None and not os.access(node.path(sysctl_path(name)), os.W_OK):
-            # inside a network namespace or container the net.core maxima are the host's, read-only
-            notes.append("%s: read-only here (%s; a network namespace or container has the host's): set it on "
-                         "the host" % (name, text.strip()))
-            current[name] = None
-    wanted = wanted_buffers(current, size)
-    basis = "socket buffers for %d Mb/s at %g ms round trip (2 x BDP of %d bytes)" % (speed, rtt_ms, bdp)
-    after_file = sysctl_file(wanted, basis)
-    before_file = node.read_exact(file_path) if not node.refused else None
-    live = dict((name, (" ".join(str(v) for v in current[name]), " ".join(str(v) for v in value)))
-                for name, value in wanted.items() if current[name] != value)
-    return live, before_file, after_file, size, bdp, notes, warnings
+        # inside a network namespace or container the net.core maxima are the host's, read-only
+        readings[name] = {"text": text, "writable": text is not None and os.access(node.path(sysctl_path(name)),
+                                                                                   os.W_OK)}
+    return readings, (node.read_exact(file_path) if not node.refused else None)
 
 
-def plan_irqs(node, ports):
-    """([(port, irq, before, after)], skipped): the interrupts of each port whose affinity leaves its NUMA node."""
-    moves, skipped = [], []
+def read_irqs(node, ports):
+    """What the interrupt plan needs from the node (``plan_irqs`` in _tuning.py decides), a dict per port in the
+    order given: "port"; "pci" (whether it has a PCI function); "numa" (its numa_node as read, "" where missing);
+    "cpulist" (that NUMA node's CPUs as read, None where the node number is not one); "affinity" ({irq: its
+    smp_affinity_list as read or None} for each MSI interrupt, those whose file leads out of the root left out)."""
+    readings = []
     for port in ports:
+        reading = {"port": port, "pci": False, "numa": "", "cpulist": None, "affinity": {}}
+        readings.append(reading)
         device = node.pci_dir(port)
         if device is None:
-            skipped.append("%s: no PCI function (a virtual interface): IRQs not judged" % port)
             continue
-        numa = node.files.read(os.path.join(device, "numa_node"), quiet=True) or ""
-        if not re.match(r"^[0-9]{1,4}\Z", numa):
-            skipped.append("%s: the kernel knows no NUMA node for it (numa_node %s): IRQs left alone" % (
-                port, numa or "missing"))
-            continue
-        cpus = parse_cpulist(node.read("sys/devices/system/node/node%s/cpulist" % numa))
-        if not cpus:
-            skipped.append("%s: NUMA node %s lists no CPUs: IRQs left alone" % (port, numa))
-            continue
+        reading["pci"] = True
+        reading["numa"] = node.files.read(os.path.join(device, "numa_node"), quiet=True) or ""
+        if re.match(r"^[0-9]{1,4}\Z", reading["numa"]):  # a path component only when it is a number
+            reading["cpulist"] = node.read("sys/devices/system/node/node%s/cpulist" % reading["numa"])
         try:
             irqs = sorted(int(n) for n in os.listdir(os.path.join(device, "msi_irqs"))[:MAX_IRQS]
                           if re.match(r"^[0-9]{1,7}\Z", n))
         except OSError:
             irqs = []
-        if not irqs:
-            skipped.append("%s: no MSI interrupts listed: IRQs not judged" % port)
-            continue
-        node_cpus, wanted = set(cpus), format_cpulist(cpus)
         for irq in irqs:
             if node.confine("proc/irq/%d/smp_affinity_list" % irq, "irq %d (%s)" % (irq, port)) is None:
                 continue  # leads out of the root: the module fails before it writes anything
-            text = node.read("proc/irq/%d/smp_affinity_list" % irq)
-            current = parse_cpulist(text)
-            if current is None:
-                continue  # gone, or not readable: nothing to judge
-            if set(current) - node_cpus:
-                moves.append((port, irq, text, wanted))
-    return moves, skipped
+            reading["affinity"][irq] = node.read("proc/irq/%d/smp_affinity_list" % irq)
+    return readings
 
 
 def irqbalance_runs(node):

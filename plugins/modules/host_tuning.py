@@ -165,10 +165,10 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.rollback import connection_interface
 from ansible_collections.gpuops.fabric.plugins.module_utils._tuning import (
-    parse_rings, ring_changes, sysctl_file_problem,
+    parse_rings, plan_buffers, plan_irqs, ring_changes, sysctl_file_problem,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._tuning_node import (
-    Node, OutsideRoot, irqbalance_runs, plan_buffers, plan_irqs, root_problem, sysctl_path, write_file, write_value,
+    Node, OutsideRoot, irqbalance_runs, read_buffers, read_irqs, root_problem, sysctl_path, write_file, write_value,
 )
 
 
@@ -228,13 +228,13 @@ def main():
     diff_before, diff_after, diffs = [], [], []
 
     # --- everything is read and planned first; nothing is written before the whole plan stands
-    buffers = None
+    live, before_file, after_file = {}, None, None
     if params["buffers"]:
         if speed is None:
             result["notes"].append("buffers: no port reports a speed (%s) and speed_mbps is not set" % ", ".join(ports))
         else:
-            buffers = plan_buffers(node, speed, params["rtt_ms"], file_path)
-            live, before_file, after_file, size, _bdp, notes, value_warnings = buffers
+            readings, before_file = read_buffers(node, file_path)
+            live, after_file, size, _bdp, notes, value_warnings = plan_buffers(readings, speed, params["rtt_ms"])
             result["buffer_bytes"] = size
             result["notes"].extend(notes)
             for warning in value_warnings:
@@ -280,7 +280,7 @@ def main():
                 diff_after.append("%s rings: %s" % (port, after))
     moves = []
     if params["irq_affinity"]:
-        moves, skipped = plan_irqs(node, ports)
+        moves, skipped = plan_irqs(read_irqs(node, ports))
         result["notes"].extend(skipped)
         for port, irq, before, after in moves:
             result["irqs"].append({"port": port, "irq": irq, "before": before, "after": after, "error": None})
@@ -300,17 +300,15 @@ def main():
         result["diff"] = diffs
 
     if not module.check_mode and result["changed"]:
-        if buffers is not None:
-            live, before_file, after_file = buffers[0], buffers[1], buffers[2]
-            if before_file != after_file:
-                try:
-                    write_file(root, file_path, "sysctl_file", after_file)
-                except OutsideRoot as exc:
-                    module.fail_json(msg=str(exc), **result)
-                except (IOError, OSError) as exc:
-                    module.fail_json(msg="sysctl_file: %s: %s" % (node.path(file_path), exc), **result)
-            for name in sorted(live):
-                result["sysctls"][name]["error"] = write_value(root, sysctl_path(name), name, live[name][1])
+        if after_file is not None and before_file != after_file:
+            try:
+                write_file(root, file_path, "sysctl_file", after_file)
+            except OutsideRoot as exc:
+                module.fail_json(msg=str(exc), **result)
+            except (IOError, OSError) as exc:
+                module.fail_json(msg="sysctl_file: %s: %s" % (node.path(file_path), exc), **result)
+        for name in sorted(live):
+            result["sysctls"][name]["error"] = write_value(root, sysctl_path(name), name, live[name][1])
         for port, change, ethtool in rings:
             argv = [ethtool, "-G", port]
             for ring, (_current, maximum) in sorted(change.items()):

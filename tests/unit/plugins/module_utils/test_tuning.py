@@ -13,10 +13,10 @@ import pytest
 
 from conftest import REPO
 from ansible_collections.gpuops.fabric.plugins.module_utils._tuning import (
-    INT_MAX, buffer_size, parse_rings, parse_sysctl, read_buffer_sysctl, ring_changes, sysctl_file, sysctl_problem,
-    wanted_buffers,
+    INT_MAX, buffer_size, parse_rings, parse_sysctl, plan_buffers, plan_irqs, read_buffer_sysctl, ring_changes,
+    sysctl_file, sysctl_problem, wanted_buffers,
 )
-from ansible_collections.gpuops.fabric.plugins.module_utils._tuning_node import Node, plan_buffers, plan_irqs
+from ansible_collections.gpuops.fabric.plugins.module_utils._tuning_node import Node, read_buffers, read_irqs
 
 MiB = 1024 * 1024
 
@@ -62,8 +62,8 @@ def test_buffers_planned_from_the_files_below_the_root(tmp_path):
                             "proc/sys/net/ipv4/tcp_rmem": "4096\t131072\t6291456\n",
                             "proc/sys/net/ipv4/tcp_wmem": "4096 16384 junk\n"})
     # (read-only values, as inside a network namespace: tests/integration/test_tuning_nshosts.py, on the kernel)
-    live, before, after, size, bdp, notes, warnings = plan_buffers(node, 100000, 1.0,
-                                                                   "/etc/sysctl.d/60-gpuops-fabric.conf")
+    readings, before = read_buffers(node, "/etc/sysctl.d/60-gpuops-fabric.conf")
+    live, after, size, bdp, notes, warnings = plan_buffers(readings, 100000, 1.0)
     assert size == 32 * MiB and bdp == 12500000 and before is None
     assert live == {"net.core.rmem_max": ("212992", "33554432"), "net.core.wmem_max": ("212992", "33554432"),
                     "net.ipv4.tcp_rmem": ("4096 131072 6291456", "4096 131072 33554432")}
@@ -98,8 +98,8 @@ def test_values_the_kernel_would_refuse_are_named_and_never_planned(tmp_path, na
         ("net.ipv4.tcp_rmem", "4096\t131072\t6291456\n"), ("net.ipv4.tcp_wmem", "4096\t16384\t4194304\n")))
     files["proc/sys/" + name.replace(".", "/")] = text + "\n"
     node = _tree(tmp_path, files)
-    live, _before, after, _size, _bdp, _notes, warnings = plan_buffers(node, 100000, 1.0,
-                                                                       "/etc/sysctl.d/60-gpuops-fabric.conf")
+    readings, _before = read_buffers(node, "/etc/sysctl.d/60-gpuops-fabric.conf")
+    live, after, _size, _bdp, _notes, warnings = plan_buffers(readings, 100000, 1.0)
     assert warnings == [warning] and name not in live and name not in after
     assert len(live) == 3 and after.count(" = ") == 3
 
@@ -128,18 +128,37 @@ def test_irqs_leaving_their_numa_node_are_planned_back(tmp_path):
     os.symlink(os.path.join("..", "..", device[len("sys/"):], "net", "ens2np0"), str(tmp_path / "sys/class/net/ens2np0"))
     os.symlink("../..", str(tmp_path / device / "net" / "ens2np0" / "device"))
     os.symlink("../../devices/virtual/net/veth0", str(tmp_path / "sys/class/net/veth0"))
-    moves, skipped = plan_irqs(node, ["ens2np0", "veth0"])
+    moves, skipped = plan_irqs(read_irqs(node, ["ens2np0", "veth0"]))
     assert moves == [("ens2np0", 120, "0-63", "16-31"), ("ens2np0", 122, "3", "16-31")]
     assert skipped == ["veth0: no PCI function (a virtual interface): IRQs not judged"]
     # a FIFO where an affinity file belongs (a corrupt capture): named, never opened, so nothing blocks
     os.unlink(str(tmp_path / "proc/irq/122/smp_affinity_list"))
     os.mkfifo(str(tmp_path / "proc/irq/122/smp_affinity_list"))
-    moves, _skipped = plan_irqs(node, ["ens2np0"])
+    moves, _skipped = plan_irqs(read_irqs(node, ["ens2np0"]))
     assert moves == [("ens2np0", 120, "0-63", "16-31")]
     assert [w for w in node.warnings if "smp_affinity_list: not a regular file" in w]
     (tmp_path / device / "numa_node").write_text("-1\n")
-    moves, skipped = plan_irqs(node, ["ens2np0"])
+    moves, skipped = plan_irqs(read_irqs(node, ["ens2np0"]))
     assert moves == [] and skipped == ["ens2np0: the kernel knows no NUMA node for it (numa_node -1): IRQs left alone"]
+
+
+def test_the_plans_decide_from_readings_alone():
+    """plan_buffers and plan_irqs read nothing: what the node said is their whole input (read_buffers, read_irqs)."""
+    readings = {"net.core.rmem_max": {"text": "212992", "writable": False},   # a namespace: the host's
+                "net.core.wmem_max": {"text": "212992", "writable": True},
+                "net.ipv4.tcp_rmem": None,                                      # its path was refused
+                "net.ipv4.tcp_wmem": {"text": None, "writable": False}}         # not readable
+    live, after, size, _bdp, notes, warnings = plan_buffers(readings, 25000, 1.0)
+    assert size == 8 * MiB and live == {"net.core.wmem_max": ("212992", "8388608")} and warnings == []
+    assert notes == ["net.core.rmem_max: read-only here (212992; a network namespace or container has the host's): "
+                     "set it on the host"]
+    assert "net.core.wmem_max = 8388608" in after and "rmem" not in after
+    port = {"port": "ens1", "pci": True, "numa": "0", "cpulist": "0-3", "affinity": {9: "0-7", 8: "2", 7: None}}
+    assert plan_irqs([port]) == ([("ens1", 9, "0-7", "0-3")], [])
+    assert plan_irqs([dict(port, cpulist="")]) == ([], ["ens1: NUMA node 0 lists no CPUs: IRQs left alone"])
+    assert plan_irqs([dict(port, affinity={})]) == ([], ["ens1: no MSI interrupts listed: IRQs not judged"])
+    assert plan_irqs([dict(port, numa="")]) == ([], ["ens1: the kernel knows no NUMA node for it (numa_node "
+                                                     "missing): IRQs left alone"])
 
 
 def test_ports_under_bonds_and_vlans(tmp_path):
