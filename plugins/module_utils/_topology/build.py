@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import parse_cpulist
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import (
-    BRIDGE_KINDS, KIND_ACCELERATOR, KIND_GPU, KIND_NIC, KIND_RDMA, VENDOR_AMD, VENDOR_INTEL, VENDOR_NVIDIA,
+    ACCELERATOR_KINDS, BRIDGE_KINDS, NETWORK_KINDS, VENDOR_AMD, VENDOR_INTEL, VENDOR_NVIDIA,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.paths import hex_id, PathCache, pci_path
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
@@ -84,7 +84,7 @@ def _gpudirect_fact(topo):
     types = sorted(set(d.iommu_type for d in topo.pci.values() if d.iommu_type))
     # the mode of the devices GPUDirect moves data between (one untrusted Thunderbolt port translated is no matter)
     data = sorted(set(d.iommu_type for d in topo.pci.values() if d.iommu_type and d.kind in (
-        KIND_GPU, KIND_ACCELERATOR, KIND_NIC, KIND_RDMA)))
+        ACCELERATOR_KINDS + NETWORK_KINDS)))
     options = kernel.get("iommu_options") or {}
     passthrough = options.get("iommu") == "pt" or options.get("iommu.passthrough", "").lower() in ("1", "y", "on")
     off = "off" in (options.get("intel_iommu"), options.get("amd_iommu"), options.get("iommu"))
@@ -150,7 +150,7 @@ def _numa_facts(topo):
 
 
 def _nic_functions(topo):
-    return [d for d in topo.pci.values() if d.kind in (KIND_NIC, KIND_RDMA)]
+    return [d for d in topo.pci.values() if d.kind in NETWORK_KINDS]
 
 
 def _names_on_function(topo, address):
@@ -170,7 +170,7 @@ def build_facts(topo, subsets, nvml_status=None):
         facts["numa"] = _numa_facts(topo)
     if "pci" in subsets:
         facts["pci"] = [_pci_fact(topo, d) for _a, d in sorted(topo.pci.items())]
-    gpus = sorted((d for d in topo.pci.values() if d.kind in (KIND_GPU, KIND_ACCELERATOR)),
+    gpus = sorted((d for d in topo.pci.values() if d.kind in ACCELERATOR_KINDS),
                   key=lambda d: d.address)
     nic_functions = sorted(_nic_functions(topo), key=lambda d: d.address)
     paths = None

@@ -259,7 +259,7 @@ def classify_devices(topo):
             dev.kind = KIND_ROOT_PORT
         elif parent.kind == KIND_SWITCH_UP:
             dev.kind = KIND_SWITCH_DOWN
-        elif parent.kind in (KIND_ROOT_PORT, KIND_SWITCH_DOWN) and dev.address in has_bridge_child:
+        elif parent.kind in INTERNAL_KINDS and dev.address in has_bridge_child:
             dev.kind = KIND_SWITCH_UP
         else:
             dev.kind = KIND_OTHER_BRIDGE

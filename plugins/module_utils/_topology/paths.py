@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import KIND_ROOT_PORT, KIND_SWITCH_DOWN
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import INTERNAL_KINDS, KIND_SWITCH_DOWN
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_dict
 
 # ---- links and paths ------------------------------------------------------------------------------
@@ -26,12 +26,12 @@ def _link_above(topo, address):
     it, so the link above such a port is internal to the switch or root complex.
     """
     dev = topo.pci[address]
-    if dev.kind in (KIND_ROOT_PORT, KIND_SWITCH_DOWN):
+    if dev.kind in INTERNAL_KINDS:
         return None
     parent = topo.pci.get(dev.parent) if dev.parent else None
     entry = {"device": address, "basis": "current"}
     gts, width = dev.current_gts, dev.current_width
-    if (gts is None or width is None) and parent is not None and parent.kind in (KIND_ROOT_PORT, KIND_SWITCH_DOWN):
+    if (gts is None or width is None) and parent is not None and parent.kind in INTERNAL_KINDS:
         gts, width = gts or parent.current_gts, width or parent.current_width
     link = link_dict(gts, width)
     if link["gbytes_per_s"] is None and dev.current_gbytes_hint is not None:

@@ -60,6 +60,40 @@ def test_no_kind_is_spelled_outside_the_contract():
     assert not found, "name the kinds of module_utils/_topology/model.py:\n" + "\n".join(found)
 
 
+# a group restated from its members: (KIND_GPU, KIND_ACCELERATOR) where ACCELERATOR_KINDS is meant
+GROUPS = dict((name, frozenset(value)) for name, value in vars(model).items()
+              if name.endswith("_KINDS") and isinstance(value, tuple) and len(value) > 1)
+MEMBERS = re.compile(r"[(\[]\s*(KIND_[A-Z_]+(?:\s*,\s*KIND_[A-Z_]+)+)\s*,?\s*[)\]]")
+
+
+def restated(text):
+    found = []
+    for match in MEMBERS.finditer(text):
+        kinds = frozenset(getattr(model, n.strip(), None) for n in match.group(1).split(","))
+        found += ["%s is %s" % (" ".join(match.group(0).split()), g) for g, v in sorted(GROUPS.items()) if v == kinds]
+    return found
+
+
+def test_the_scan_finds_a_group_restated():
+    assert restated("gpus = [d for d in devices if d.kind in (KIND_GPU, KIND_ACCELERATOR)]") == [
+        "(KIND_GPU, KIND_ACCELERATOR) is ACCELERATOR_KINDS"]
+    assert restated("    if d.kind in (\n        KIND_RDMA,\n        KIND_NIC,\n    ):") == [
+        "( KIND_RDMA, KIND_NIC, ) is NETWORK_KINDS"]
+    assert restated("if d.kind in (KIND_GPU, KIND_NIC):") == []  # no group: a choice of its own
+    assert restated("if d.kind in ACCELERATOR_KINDS + NETWORK_KINDS:") == []
+
+
+def test_no_group_is_restated_outside_the_contract():
+    found = []
+    for top, _dirs, files in os.walk(os.path.join(REPO, "plugins")):
+        for name in sorted(files):
+            path = os.path.relpath(os.path.join(top, name), REPO)
+            if name.endswith(".py") and path != HOME:
+                with open(os.path.join(top, name), encoding="utf-8") as handle:
+                    found += ["%s: %s" % (path, item) for item in restated(handle.read())]
+    assert not found, "name the group of module_utils/_topology/model.py:\n" + "\n".join(found)
+
+
 # The interfaces' kinds (facts' nics[].kind) and the network plan's (ethernet, bond, vlan) are contracts too: the
 # facts' kinds are named from model.py, the plan's from module_utils/_network/common.py, by producers and consumers
 # alike. A backend's own words (netplan's "bonds:", networkd's Kind=bond, NetworkManager's type=bond) are its file
