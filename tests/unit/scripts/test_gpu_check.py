@@ -8,7 +8,6 @@ import shutil
 
 import gpu_check  # scripts/gpu_check.py
 from conftest import REPO
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 
 LOGS = os.path.join(REPO, "tests", "fixtures", "realdata", "nccl-logs")
 
@@ -46,8 +45,8 @@ def replay_dir(tmp_path, facts, query):
     return str(replay)
 
 
-def test_replay_agrees_with_facts_that_agree(roots, tmp_path, capsys):
-    facts = gather(root=roots["dgx8"])
+def test_replay_agrees_with_facts_that_agree(healthy, tmp_path, capsys):
+    facts = healthy
     out = str(tmp_path / "out")
     status = gpu_check.main(["--out", out, "--replay", replay_dir(tmp_path, facts, smi_query(facts)),
                              "--host", "dgx8"])
@@ -61,8 +60,8 @@ def test_replay_agrees_with_facts_that_agree(roots, tmp_path, capsys):
     assert "8 GPU(s) compared" in capsys.readouterr().out
 
 
-def test_replay_names_what_differs(roots, tmp_path, capsys):
-    facts = gather(root=roots["dgx8-broken"])  # GPU 0000:19:00.0 trained to x8
+def test_replay_names_what_differs(broken, tmp_path, capsys):
+    facts = broken  # GPU 0000:19:00.0 trained to x8
     query = smi_query(facts, width_of={"0000:19:00.0": 16, "0000:35:00.0": 4})
     status = gpu_check.main(["--out", str(tmp_path / "out"), "--replay", replay_dir(tmp_path, facts, query)])
     assert status == 1
@@ -71,8 +70,8 @@ def test_replay_names_what_differs(roots, tmp_path, capsys):
     assert "differs: 0000:35:00.0 width.current: facts 16, nvidia-smi 4" in printed
 
 
-def test_topology_relations_are_held_against_the_facts(roots):
-    facts = gather(root=roots["dgx8"])
+def test_topology_relations_are_held_against_the_facts(healthy):
+    facts = healthy
     # HAND-WRITTEN in topo -m's tab layout: GPU0 (0000:15:00.0) PIX to mlx5_0 as the facts say; PIX to mlx5_1 planted
     # where the facts give PXB
     topo = ("\tGPU0\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\n"

@@ -48,17 +48,17 @@ def test_the_broken_node_shows_its_faults_where_they_are(roots):
     assert [b["numa"] for b in tree["bridges"]] == [0, 0, 0, 1, 1, 1, 1]
 
 
-def test_the_healthy_node_has_no_bad_link_and_no_finding_on_a_device(roots):
-    report = audit({"ok": {"facts": gather(root=roots["dgx8"])}})
+def test_the_healthy_node_has_no_bad_link_and_no_finding_on_a_device(healthy):
+    report = audit({"ok": {"facts": copy.deepcopy(healthy)}})
     tree = report["topology"]["ok"]
     assert set(d["state"] for d in tree["devices"]) == {"ok", "unknown"}
     assert not [d for d in tree["devices"] if d["findings"]]
 
 
-def test_a_switch_uplink_narrower_than_the_gpu_below_it(roots):
+def test_a_switch_uplink_narrower_than_the_gpu_below_it(healthy):
     """Hand-modified from the healthy node's facts: the upstream port of GPU0's second-level switch at x8 (as in a
     riser or a slot wired x8), the GPU still x16 below it."""
-    facts = copy.deepcopy(gather(root=roots["dgx8"]))
+    facts = copy.deepcopy(healthy)
     for device in facts["pci"]:
         if device["address"] == "0000:13:00.0":
             for side in ("current", "max"):

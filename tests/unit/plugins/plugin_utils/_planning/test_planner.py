@@ -6,15 +6,14 @@ import struct
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.planner import (
     by_link_speed, chart, node_paths, scaling, table,
 )
 
 
 @pytest.fixture(scope="module")
-def dgx8(roots):
-    return gather(root=roots["dgx8"])
+def dgx8(healthy):
+    return healthy
 
 
 def test_rdma_rails_hand_computed(dgx8):

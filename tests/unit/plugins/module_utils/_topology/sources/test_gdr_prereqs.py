@@ -120,8 +120,7 @@ def test_iommu_options_of_a_real_command_line():
     assert parse_release("6.8.0-45-generic") == (6, 8) and parse_release("junk") is None
 
 
-def test_hand_written_nodes_become_gpudirect_facts(roots):
-    healthy, broken = gather(root=roots["dgx8"]), gather(root=roots["dgx8-broken"])
+def test_hand_written_nodes_become_gpudirect_facts(healthy, broken):
     assert healthy["gpudirect"]["dmabuf"] == {"kernel": True, "open_module": True, "possible": True}
     assert healthy["gpudirect"]["iommu"]["mode"] == "passthrough"
     assert broken["gpudirect"]["dmabuf"]["possible"] is False and broken["gpudirect"]["peermem"] is None

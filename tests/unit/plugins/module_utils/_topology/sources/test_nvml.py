@@ -143,7 +143,7 @@ def test_nvml_yes_refuses_captures(roots):
         _facts.gather(root=roots["dgx8"], nvml="yes")
 
 
-def test_captures_never_use_nvml(roots):
-    facts = _facts.gather(root=roots["dgx8"])
+def test_captures_never_use_nvml(healthy):
+    facts = healthy
     assert facts["nvml"]["status"] == "not_used" and "capture" in facts["nvml"]["reason"]
     assert all(g["link_state"] == "ok" for g in facts["gpus"])

@@ -24,10 +24,10 @@ def audit(inputs):
 
 
 @pytest.fixture(scope="module")
-def inputs(roots, realdata):
+def inputs(healthy, broken, realdata):
     return {
-        "healthy": {"facts": gather(root=roots["dgx8"])},
-        "broken": {"facts": gather(root=roots["dgx8-broken"]),
+        "healthy": {"facts": healthy},
+        "broken": {"facts": broken,
                    "waivers": [{"rule": "BOND-002", "hosts": "broken", "reason": "switch LAG pending",
                                 "expires": "2027-01-31"}]},
         "sl390": {"facts": gather(source="hwloc_xml",

@@ -20,10 +20,10 @@ EXPECT = {"gpu": {"width": 16}, "nics": [{"name": "ens*np0", "speed_mbps": 40000
 
 
 @pytest.fixture(scope="module")
-def report(roots, realdata):
+def report(healthy, broken, realdata):
     inputs = {
-        "healthy": {"facts": gather(root=roots["dgx8"]), "expectations": EXPECT},
-        "broken": {"facts": gather(root=roots["dgx8-broken"]), "expectations": EXPECT,
+        "healthy": {"facts": healthy, "expectations": EXPECT},
+        "broken": {"facts": broken, "expectations": EXPECT,
                    "waivers": [{"rule": "BOND-002", "hosts": "broken", "reason": "switch LAG pending",
                                 "expires": "2027-01-31"}]},
         "sl390": {"facts": gather(source="hwloc_xml",

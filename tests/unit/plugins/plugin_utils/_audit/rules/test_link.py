@@ -132,8 +132,8 @@ def test_gpu_width_down_is_a_finding_at_any_generation():
     assert finding["severity"] == "fail" and "(width down)" in finding["message"]
 
 
-def test_gpus_in_the_gpus_facts_are_left_to_pcie_001_and_002(roots):
-    facts = copy.deepcopy(gather(root=roots["dgx8"]))
+def test_gpus_in_the_gpus_facts_are_left_to_pcie_001_and_002(healthy):
+    facts = copy.deepcopy(healthy)
     address = facts["gpus"][0]["address"]
     for where in [facts["gpus"][0]] + [d for d in facts["pci"] if d["address"] == address]:
         where["link"]["current"].update(generation=1, speed_gts=2.5)  # planted: idle GPU at Gen1

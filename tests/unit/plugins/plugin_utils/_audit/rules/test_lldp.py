@@ -1,6 +1,7 @@
 """The switch side seen from the host: lldpctl's JSON (captured from lldpd, tests/fixtures/lldp) and ethtool's link
 modes (real NICs' output, tests/fixtures/ethtool), and the LLDP-/LINK- rules on them."""
 
+import copy
 import os
 import shutil
 
@@ -269,7 +270,7 @@ def test_link_rules_on_real_link_modes():
     assert found(facts({}, modes=veth), "LINK-001")[1][0] == "not_applicable"
 
 
-def test_cabling_section_of_the_reports(roots):
+def test_cabling_section_of_the_reports(healthy):
     """The audit's reports list node port -> switch port from the LLDP facts (a real capture on a real node's facts)."""
     import datetime
     from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
@@ -277,7 +278,7 @@ def test_cabling_section_of_the_reports(roots):
     from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.formats import (
         REPORT_RENDERERS as RENDERERS,
     )
-    node = gather(root=roots["dgx8"])
+    node = copy.deepcopy(healthy)
     node["lldp"] = {"agent": True, "reason": None, "ports": _lldp.parse(read("lldp", "ns-veth.json0"))}
     report, errors = run_audit({"node-a": {"facts": node}}, datetime.date(2026, 11, 30), "now")
     assert not errors

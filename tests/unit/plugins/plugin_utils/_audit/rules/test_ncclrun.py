@@ -55,13 +55,13 @@ NETWORKS = {"management": {"role": "management", "subnet": "192.0.2.0/24"},
 
 
 @pytest.fixture(scope="module")
-def dgx8(roots):
-    return gather(root=roots["dgx8"])
+def dgx8(healthy):
+    return healthy
 
 
 @pytest.fixture(scope="module")
-def dgx8_broken(roots):
-    return gather(root=roots["dgx8-broken"])
+def dgx8_broken(broken):
+    return broken
 
 
 def audit(hosts):

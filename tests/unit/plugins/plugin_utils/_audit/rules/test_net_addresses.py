@@ -91,8 +91,8 @@ def test_net_006_overlap(healthy_facts):
 
 
 @pytest.fixture(scope="module")
-def healthy_facts(roots):
-    return gather(root=roots["dgx8"])
+def healthy_facts(healthy):
+    return healthy
 
 
 def with_addresses(facts, **by_iface):
