@@ -7,8 +7,14 @@ without the latency-under-load pings; asserts nothing. Target from issue 6: audi
 1.5x setup. Needs root (network namespaces). Every host runs its own sshd; all share this machine's CPUs, so the
 figures are the controller's and sshd's cost, not a network's.
 
+With --site, instead: site.yml on the same kind of hosts, each reading the hand-written 8-GPU node's tree as its
+facts (fabric_facts_root) and writing its network files and nccl.conf below a folder of its own, as a new cluster
+(the first run) and again unchanged (the repeat run): wall times and how often each task read a node's facts. With
+--source DIR, the collection is built from another checkout (an older commit: git worktree add DIR COMMIT) to
+compare with.
+
 Run: .venv/bin/python benchmarks/audit_ssh_bench.py [--hosts 16 64 128] [--forks 16] [--no-probes] [--profile]
-     [--latency-only]
+     [--latency-only] [--site] [--source DIR]
 """
 
 import argparse
@@ -27,6 +33,7 @@ sys.path.insert(0, os.path.join(REPO, "tests"))
 sys.path.insert(0, os.path.join(REPO, "tests", "utils"))
 
 import conftest  # noqa: E402
+import fixtures  # noqa: E402  (scripts/fixtures.py)
 from nshosts import NamespaceHosts, iperf3_processes  # noqa: E402
 
 
@@ -56,6 +63,68 @@ def task_times(output, top=8):
                    for n, t in sorted(times, key=lambda x: -x[1])[:top])
 
 
+def ssh_env(collections, forks, profile=False):
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_FORKS=str(forks),
+               ANSIBLE_PIPELINING="1", ANSIBLE_HOST_KEY_CHECKING="0", ANSIBLE_LOCALHOST_WARNING="0",
+               ANSIBLE_STDOUT_CALLBACK="default")
+    if profile:
+        env.update(ANSIBLE_CALLBACK_PLUGINS=os.path.join(REPO, "benchmarks", "callback_plugins"),
+                   ANSIBLE_CALLBACKS_ENABLED="task_times")
+    return env
+
+
+def node_reads(output):
+    """How many "Gather topology facts" tasks of a -v run read the nodes (not kept, "reused"), summed over hosts."""
+    count = 0
+    for section in output.split("\nTASK [")[1:]:
+        if section.split("]", 1)[0].endswith("Gather topology facts"):
+            count += sum(1 for x in section.splitlines()
+                         if x.startswith(("ok: [", "changed: [")) and '"reused": true' not in x)
+    return count
+
+
+def bench_site(count, forks, collections, work, roots, profile=False):
+    bed = NamespaceHosts(os.path.join(work, "site%d" % count), count, prefix="gfss", mgmt_octet=22, train_octet=23)
+    start = time.perf_counter()
+    bed.up()
+    up_s = time.perf_counter() - start
+    try:
+        hosts = {}
+        for index, name in enumerate(bed.names, 1):
+            own = os.path.join(work, "site%d-roots" % count, name)
+            os.makedirs(os.path.join(own, "etc", "netplan"))
+            hosts[name] = {"fabric_facts_root": roots["dgx8"], "fabric_network_root": own, "fabric_nccl_root": own,
+                           "fabric_host_index": index}
+        group = {"fabric_network_backend": "netplan",
+                 "fabric_networks": {"training": {"role": "training", "subnet": "198.18.64.0/20", "vlan": 300,
+                                                  "mtu": 9000}},
+                 "fabric_bonds": {"bond1": {"members": ["ens1np0", "ens2np0"], "mode": "802.3ad"}},
+                 "fabric_attachments": {"training": "bond1"}, "fabric_nccl_mode": "tcp",
+                 "fabric_audit_fail_on": "never", "fabric_report_dir": os.path.join(work, "site-report%d" % count)}
+        inventory = bed.write_inventory(os.path.join(work, "site%d.yml" % count), group)
+        # the per-host settings on top of the SSH ones
+        with open(inventory) as handle:
+            data = json.load(handle)
+        for name, more in hosts.items():
+            data["all"]["hosts"][name].update(more)
+        with open(inventory, "w") as handle:
+            json.dump(data, handle, indent=1)
+        env = ssh_env(collections, forks, profile)
+        playbook = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-v", "-i", inventory,
+                    "gpuops.fabric.site"]
+        first_s, first = timed(playbook, env)
+        again_s, again = timed(playbook, env)
+        print("%4d hosts, forks %d, pipelining: test bed up %.1f s; site.yml on a new cluster %.1f s (%d fact "
+              "reads, %.1f per host); repeat run %.1f s (%d fact reads, %.1f per host; changed: %d)%s" % (
+                  count, forks, up_s, first_s, node_reads(first.stdout), node_reads(first.stdout) / float(count),
+                  again_s, node_reads(again.stdout), node_reads(again.stdout) / float(count),
+                  len(re.findall(r"changed=[1-9]", again.stdout)),
+              ("\n    new cluster:" + task_times(first.stdout, 12) + "\n    repeat run:" + task_times(again.stdout, 12))
+              if profile else ""), flush=True)
+    finally:
+        bed.down()
+
+
 def bench(count, forks, probes, collections, work, profile=False, latency_only=False):
     bed = NamespaceHosts(os.path.join(work, "bed%d" % count), count, prefix="gfsb", mgmt_octet=20, train_octet=21)
     start = time.perf_counter()
@@ -67,12 +136,7 @@ def bench(count, forks, probes, collections, work, profile=False, latency_only=F
                  "fabric_report_dir": os.path.join(work, "report%d" % count), "fabric_probe_duration": DURATION}
         inventory = bed.write_inventory(os.path.join(work, "inventory%d.yml" % count), group)
         bindir = os.path.dirname(sys.executable)
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_FORKS=str(forks),
-                   ANSIBLE_PIPELINING="1", ANSIBLE_HOST_KEY_CHECKING="0", ANSIBLE_LOCALHOST_WARNING="0",
-                   ANSIBLE_STDOUT_CALLBACK="default")
-        if profile:
-            env.update(ANSIBLE_CALLBACK_PLUGINS=os.path.join(REPO, "benchmarks", "callback_plugins"),
-                       ANSIBLE_CALLBACKS_ENABLED="task_times")
+        env = ssh_env(collections, forks, profile)
         setup_s, _setup = timed([os.path.join(bindir, "ansible"), "all", "-i", inventory, "-m", "setup"], env)
         audit_s, audit = timed([os.path.join(bindir, "ansible-playbook"), "-i", inventory, "gpuops.fabric.audit"], env)
         trips = len(re.findall(r"^(?:ok|changed): \[%s\]" % re.escape(bed.names[0]), audit.stdout, re.M))
@@ -112,12 +176,18 @@ def main():
     parser.add_argument("--no-probes", action="store_true")
     parser.add_argument("--profile", action="store_true", help="print the slowest tasks of each probe run")
     parser.add_argument("--latency-only", action="store_true", help="only the probe run with latency under load")
+    parser.add_argument("--site", action="store_true", help="site.yml, a new cluster and a repeat run")
+    parser.add_argument("--source", default=REPO, help="the checkout to build the collection from")
     args = parser.parse_args()
     work = tempfile.mkdtemp()
     try:
-        _tarball, collections = conftest.install_collection(work)
+        _tarball, collections = conftest.install_collection(work, args.source)
+        roots = fixtures.prepare(os.path.join(REPO, ".cache", "fixtures"))
         for count in args.hosts:
-            bench(count, args.forks, not args.no_probes, collections, work, args.profile, args.latency_only)
+            if args.site:
+                bench_site(count, args.forks, collections, work, roots, args.profile)
+            else:
+                bench(count, args.forks, not args.no_probes, collections, work, args.profile, args.latency_only)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -89,14 +89,16 @@ def realdata():
     return path
 
 
-def install_collection(work):
-    """Build the collection tarball in ``work`` and install it there, as users get it.
+def install_collection(work, source=REPO):
+    """Build the collection tarball in ``work`` from ``source`` (this checkout, or another one a benchmark compares
+    with) and install it there, as users get it.
 
     Returns (tarball path, the directory to put in ANSIBLE_COLLECTIONS_PATH). Tests and benchmarks use it.
     """
     galaxy = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
     work = str(work)
-    subprocess.run([galaxy, "collection", "build", "--output-path", work, REPO], check=True, capture_output=True)
+    subprocess.run([galaxy, "collection", "build", "--output-path", work, str(source)], check=True,
+                   capture_output=True)
     tarball = os.path.join(work, [f for f in os.listdir(work) if f.endswith(".tar.gz")][0])
     install = os.path.join(work, "collections")
     subprocess.run([galaxy, "collection", "install", "--force", "-p", install, tarball], check=True, capture_output=True)
