@@ -114,13 +114,16 @@ def bench_site(count, forks, collections, work, roots, profile=False):
                     "gpuops.fabric.site"]
         first_s, first = timed(playbook, env)
         again_s, again = timed(playbook, env)
+        reads_first, reads_again = node_reads(first.stdout), node_reads(again.stdout)
+        profile_text = ""
+        if profile:
+            profile_text = ("\n    new cluster:" + task_times(first.stdout, 12)
+                            + "\n    repeat run:" + task_times(again.stdout, 12))
         print("%4d hosts, forks %d, pipelining: test bed up %.1f s; site.yml on a new cluster %.1f s (%d fact "
               "reads, %.1f per host); repeat run %.1f s (%d fact reads, %.1f per host; changed: %d)%s" % (
-                  count, forks, up_s, first_s, node_reads(first.stdout), node_reads(first.stdout) / float(count),
-                  again_s, node_reads(again.stdout), node_reads(again.stdout) / float(count),
-                  len(re.findall(r"changed=[1-9]", again.stdout)),
-              ("\n    new cluster:" + task_times(first.stdout, 12) + "\n    repeat run:" + task_times(again.stdout, 12))
-              if profile else ""), flush=True)
+                  count, forks, up_s, first_s, reads_first, reads_first / float(count), again_s, reads_again,
+                  reads_again / float(count), len(re.findall(r"changed=[1-9]", again.stdout)), profile_text),
+              flush=True)
     finally:
         bed.down()
 
