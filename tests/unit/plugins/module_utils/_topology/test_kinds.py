@@ -37,6 +37,17 @@ WORDS = re.compile(r"[\"'](%s|apu)[\"']" % "|".join(re.escape(k) for k in model.
 HOME = "plugins/module_utils/_topology/model.py"
 
 
+def sources(skip):
+    """(path from the repository, text) of each Python file under plugins/, but those in ``skip``: the homes of a
+    contract, which spell what they define."""
+    for top, _dirs, files in sorted(os.walk(os.path.join(REPO, "plugins"))):
+        for name in sorted(files):
+            path = os.path.relpath(os.path.join(top, name), REPO)
+            if name.endswith(".py") and path not in skip:
+                with open(os.path.join(top, name), encoding="utf-8") as handle:
+                    yield path, handle.read()
+
+
 def spelled(text):
     return [line.strip() for line in text.splitlines() if SPELLED.search(line) or WORDS.search(line)]
 
@@ -51,12 +62,8 @@ def test_the_scan_finds_a_kind_spelled_out():
 
 def test_no_kind_is_spelled_outside_the_contract():
     found = []
-    for top, _dirs, files in os.walk(os.path.join(REPO, "plugins")):
-        for name in sorted(files):
-            path = os.path.relpath(os.path.join(top, name), REPO)
-            if name.endswith(".py") and path != HOME:
-                with open(os.path.join(top, name), encoding="utf-8") as handle:
-                    found += ["%s: %s" % (path, line) for line in spelled(handle.read())]
+    for path, text in sources(skip=(HOME,)):
+        found += ["%s: %s" % (path, line) for line in spelled(text)]
     assert not found, "name the kinds of module_utils/_topology/model.py:\n" + "\n".join(found)
 
 
@@ -85,12 +92,8 @@ def test_the_scan_finds_a_group_restated():
 
 def test_no_group_is_restated_outside_the_contract():
     found = []
-    for top, _dirs, files in os.walk(os.path.join(REPO, "plugins")):
-        for name in sorted(files):
-            path = os.path.relpath(os.path.join(top, name), REPO)
-            if name.endswith(".py") and path != HOME:
-                with open(os.path.join(top, name), encoding="utf-8") as handle:
-                    found += ["%s: %s" % (path, item) for item in restated(handle.read())]
+    for path, text in sources(skip=(HOME,)):
+        found += ["%s: %s" % (path, item) for item in restated(text)]
     assert not found, "name the group of module_utils/_topology/model.py:\n" + "\n".join(found)
 
 
@@ -131,10 +134,6 @@ def test_the_interface_kinds_are_grouped_once():
 
 def test_no_interface_kind_is_spelled_outside_the_contracts():
     found = []
-    for top, _dirs, files in os.walk(os.path.join(REPO, "plugins")):
-        for name in sorted(files):
-            path = os.path.relpath(os.path.join(top, name), REPO)
-            if name.endswith(".py") and path not in NETDEV_HOMES:
-                with open(os.path.join(top, name), encoding="utf-8") as handle:
-                    found += ["%s: %s" % (path, line) for line in netdev_spelled(handle.read())]
+    for path, text in sources(skip=NETDEV_HOMES):
+        found += ["%s: %s" % (path, line) for line in netdev_spelled(text)]
     assert not found, "name the kinds of model.py (NETDEV_*) or _network/common.py (IFACE_*):\n" + "\n".join(found)
