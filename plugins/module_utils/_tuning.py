@@ -222,6 +222,9 @@ def plan_buffers(readings, speed, rtt_ms):
     return live, sysctl_file(wanted, basis), size, bdp, notes, warnings
 
 
+NUMA_NODE = re.compile(r"^[0-9]{1,4}\Z")  # a numa_node the kernel assigned (-1: none), and a path component
+
+
 def plan_irqs(readings):
     """([(port, irq, before, after)], skipped): the interrupts of each port whose affinity leaves its NUMA node, from
     ``readings`` as _tuning_node.read_irqs gives them. An interrupt already on CPUs of its node (irqbalance's choice
@@ -232,7 +235,7 @@ def plan_irqs(readings):
         if not reading["pci"]:
             skipped.append("%s: no PCI function (a virtual interface): IRQs not judged" % port)
             continue
-        if not re.match(r"^[0-9]{1,4}\Z", numa):
+        if not NUMA_NODE.match(numa):
             skipped.append("%s: the kernel knows no NUMA node for it (numa_node %s): IRQs left alone" % (
                 port, numa or "missing"))
             continue

@@ -21,7 +21,8 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._files import inside
 from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname_problem
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.files import SysfsFiles
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import UNKNOWN_SPEEDS
-from ansible_collections.gpuops.fabric.plugins.module_utils._tuning import BUFFER_SYSCTLS
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.cpulist import parse_cpulist
+from ansible_collections.gpuops.fabric.plugins.module_utils._tuning import BUFFER_SYSCTLS, NUMA_NODE
 
 _WRITE_FLAGS = (os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
                 | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0))
@@ -243,7 +244,8 @@ def read_irqs(node, ports):
     """What the interrupt plan needs from the node (``plan_irqs`` in _tuning.py decides), a dict per port in the
     order given: "port"; "pci" (whether it has a PCI function); "numa" (its numa_node as read, "" where missing);
     "cpulist" (that NUMA node's CPUs as read, None where the node number is not one); "affinity" ({irq: its
-    smp_affinity_list as read or None} for each MSI interrupt, those whose file leads out of the root left out)."""
+    smp_affinity_list as read or None} for each MSI interrupt, those whose file leads out of the root left out;
+    empty where the NUMA node lists no CPUs, whose interrupts the plan leaves alone)."""
     readings = []
     for port in ports:
         reading = {"port": port, "pci": False, "numa": "", "cpulist": None, "affinity": {}}
@@ -253,8 +255,10 @@ def read_irqs(node, ports):
             continue
         reading["pci"] = True
         reading["numa"] = node.files.read(os.path.join(device, "numa_node"), quiet=True) or ""
-        if re.match(r"^[0-9]{1,4}\Z", reading["numa"]):  # a path component only when it is a number
+        if NUMA_NODE.match(reading["numa"]):  # a path component only when it is a number
             reading["cpulist"] = node.read("sys/devices/system/node/node%s/cpulist" % reading["numa"])
+        if not parse_cpulist(reading["cpulist"]):
+            continue  # plan_irqs leaves the port alone: its interrupts are neither read nor their paths checked
         try:
             irqs = sorted(int(n) for n in os.listdir(os.path.join(device, "msi_irqs"))[:MAX_IRQS]
                           if re.match(r"^[0-9]{1,7}\Z", n))
