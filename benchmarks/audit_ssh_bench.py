@@ -73,16 +73,6 @@ def ssh_env(collections, forks, profile=False):
     return env
 
 
-def node_reads(output):
-    """How many "Gather topology facts" tasks of a -v run read the nodes (not kept, "reused"), summed over hosts."""
-    count = 0
-    for section in output.split("\nTASK [")[1:]:
-        if section.split("]", 1)[0].endswith("Gather topology facts"):
-            count += sum(1 for x in section.splitlines()
-                         if x.startswith(("ok: [", "changed: [")) and '"reused": true' not in x)
-    return count
-
-
 def bench_site(count, forks, collections, work, roots, profile=False):
     bed = NamespaceHosts(os.path.join(work, "site%d" % count), count, prefix="gfss", mgmt_octet=22, train_octet=23)
     start = time.perf_counter()
@@ -101,20 +91,14 @@ def bench_site(count, forks, collections, work, roots, profile=False):
                  "fabric_bonds": {"bond1": {"members": ["ens1np0", "ens2np0"], "mode": "802.3ad"}},
                  "fabric_attachments": {"training": "bond1"}, "fabric_nccl_mode": "tcp",
                  "fabric_audit_fail_on": "never", "fabric_report_dir": os.path.join(work, "site-report%d" % count)}
-        inventory = bed.write_inventory(os.path.join(work, "site%d.yml" % count), group)
-        # the per-host settings on top of the SSH ones
-        with open(inventory) as handle:
-            data = json.load(handle)
-        for name, more in hosts.items():
-            data["all"]["hosts"][name].update(more)
-        with open(inventory, "w") as handle:
-            json.dump(data, handle, indent=1)
+        inventory = bed.write_inventory(os.path.join(work, "site%d.yml" % count), group, host_vars=hosts)
         env = ssh_env(collections, forks, profile)
         playbook = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-v", "-i", inventory,
                     "gpuops.fabric.site"]
         first_s, first = timed(playbook, env)
         again_s, again = timed(playbook, env)
-        reads_first, reads_again = node_reads(first.stdout), node_reads(again.stdout)
+        reads_first, reads_again = [sum(sum(conftest.fact_reads(run.stdout, name)) for name in bed.names)
+                                    for run in (first, again)]
         profile_text = ""
         if profile:
             profile_text = ("\n    new cluster:" + task_times(first.stdout, 12)

@@ -61,6 +61,17 @@ def ansible_playbook(env, inventory, playbook, *extra, timeout=600, **env_more):
                           text=True, timeout=timeout, cwd=REPO, check=False)
 
 
+def fact_reads(stdout, host):
+    """For each "Gather topology facts" task of a -v ansible-playbook run, in order: whether it read ``host``'s node
+    (False where it kept the facts the run held, "reused")."""
+    found = []
+    for section in stdout.split("\nTASK [")[1:]:
+        if section.split("]", 1)[0].endswith("Gather topology facts"):
+            found += ['"reused": true' not in x for x in section.splitlines()
+                      if x.startswith(("ok: [%s]" % host, "changed: [%s]" % host))]
+    return found
+
+
 @pytest.fixture(scope="session")
 def _gathered(roots):
     """The hand-written 8-GPU node's facts, healthy and broken, gathered once for the whole run."""

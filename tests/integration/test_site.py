@@ -6,7 +6,7 @@ import os
 
 import yaml
 
-from conftest import REPO, ansible_playbook, recap, tree_hash
+from conftest import REPO, ansible_playbook, fact_reads as reads, recap, tree_hash
 
 
 def inventory(tmp_path, roots, nccl_env=None, host_vars=None):
@@ -35,17 +35,6 @@ def inventory(tmp_path, roots, nccl_env=None, host_vars=None):
 
 def site(env, inventory_path, *args):
     return ansible_playbook(env, inventory_path, os.path.join(REPO, "site.yml"), *args)
-
-
-def reads(stdout, host):
-    """For each "Gather topology facts" task of a -v run, in order: whether it read the node (False where it kept
-    the facts the run held)."""
-    found = []
-    for section in stdout.split("\nTASK [")[1:]:
-        if section.split("]", 1)[0].endswith("Gather topology facts"):
-            [line] = [x for x in section.splitlines() if x.startswith("ok: [%s]" % host)]
-            found.append('"reused": true' not in line)
-    return found
 
 
 def planned(stdout):

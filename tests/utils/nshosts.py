@@ -249,11 +249,13 @@ class NamespaceHosts:
             "ansible_python_interpreter": "/usr/bin/python3",
         }
 
-    def write_inventory(self, path, group_vars=None, hosts=None):
+    def write_inventory(self, path, group_vars=None, hosts=None, host_vars=None):
         """An Ansible inventory of the hosts (all, or the names in ``hosts``) with the SSH settings and
-        ``group_vars``, written to ``path`` as JSON (which Ansible's YAML inventory reads); returns ``path``."""
+        ``group_vars``, and ``host_vars`` ({host: its own variables}) on top of each host's address, written to
+        ``path`` as JSON (which Ansible's YAML inventory reads); returns ``path``."""
         group = dict(self.connection_vars(), **(group_vars or {}))
-        chosen = dict((n, v) for n, v in self.hostvars().items() if hosts is None or n in hosts)
+        chosen = dict((n, dict(v, **(host_vars or {}).get(n, {}))) for n, v in self.hostvars().items()
+                      if hosts is None or n in hosts)
         with open(str(path), "w") as handle:
             json.dump({"all": {"vars": group, "hosts": chosen}}, handle, indent=1)
         return str(path)
