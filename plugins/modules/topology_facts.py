@@ -304,7 +304,8 @@ ansible_facts:
         counters:
           description:
             - Stability counters, totals since boot (sysfs sources; C(null) for XML). C(boot_time) (C(btime) of
-              C(/proc/stat)) and C(uptime_s) (C(/proc/uptime)) say when they were read.
+              C(/proc/stat)) and C(uptime_s) (C(/proc/uptime)) say when they were read, C(boot_id)
+              (C(/proc/sys/kernel/random/boot_id), made anew at each boot; C(null) where unreadable) which boot.
             - C(interfaces), per physical interface, bond, VLAN and IPoIB port, C(kind), C(carrier_changes),
               C(carrier_up_count), C(carrier_down_count) and the kernel's C(statistics) (C(rx_packets), C(tx_packets),
               C(rx_errors), C(tx_errors), C(rx_dropped), C(tx_dropped), C(rx_crc_errors), C(rx_frame_errors),
@@ -334,7 +335,7 @@ ansible_facts:
               counter. C(null) for a capture; a port neither tool answers is left out.
           type: dict
           returned: when counters is gathered
-          sample: {boot_time: 1764547200, uptime_s: 86400.0, interfaces: {ens1np0: {kind: physical,
+          sample: {boot_time: 1764547200, uptime_s: 86400.0, boot_id: 0f6c2a9e-3b1d-4c55-9a51-2d0e8f7b6c41, interfaces: {ens1np0: {kind: physical,
                    carrier_changes: 2, carrier_up_count: 1, carrier_down_count: 1, rx_crc_errors: 0}},
                    aer: {"0000:19:00.0": {correctable: {total: 0, by_type: {}}}}, rdma: {},
                    tcp: {in_segs: 50000000, out_segs: 60000000, retrans_segs: 1200, in_errs: 0}}

@@ -120,7 +120,7 @@ def _counters_fact(counters):
     if counters is None:
         return None
     return {
-        "boot_time": counters["boot_time"], "uptime_s": counters["uptime_s"],
+        "boot_time": counters["boot_time"], "uptime_s": counters["uptime_s"], "boot_id": counters.get("boot_id"),
         "interfaces": dict((n, dict(sorted(v.items()))) for n, v in sorted(counters["interfaces"].items())),
         "aer": dict((a, dict(sorted(v.items()))) for a, v in sorted(counters["aer"].items())),
         "rdma": dict((p, dict(sorted(v.items()))) for p, v in sorted(counters["rdma"].items())),

@@ -22,6 +22,7 @@ import datetime
 import json
 import math
 import os
+import re
 import stat
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER, finite
@@ -196,6 +197,32 @@ def _key(key):
 
 
 NOT_A_COUNTER = "is not a counter (an integer from 0 to 2**64-1)"
+BOOT_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+
+
+def boot_id(reading):
+    """A reading's boot id (the kernel's random UUID of the boot it was read in), else None."""
+    value = reading.get("boot_id") if isinstance(reading, dict) else None
+    return value if isinstance(value, str) and BOOT_ID.match(value) else None
+
+
+def same_boot(before, now):
+    """Whether two readings come from the same boot: by their boot ids where both have one (a reboot makes a new
+    one; the clock's steps, which move the boot time /proc/stat reports, do not), else by boot times at most
+    BOOT_TIME_SLACK_S apart, else by the uptime (lower now: a reboot; None where even that cannot tell)."""
+    ids = boot_id(before), boot_id(now)
+    if None not in ids:
+        return ids[0] == ids[1]
+    times = [finite(r.get("boot_time"), 0, MAX_EPOCH_S) if isinstance(r, dict) else None for r in (before, now)]
+    if None not in times:
+        return abs(times[0] - times[1]) <= BOOT_TIME_SLACK_S
+    return None
+
+
+def _boot_named(before, now):
+    if boot_id(before) and boot_id(now):
+        return "boot_id %s" % boot_id(now)
+    return "boot_time %s" % shown(before.get("boot_time"))
 
 
 def check_counters(before, now):
@@ -225,24 +252,27 @@ def check_counters(before, now):
                               "growth over" % shown(now.get("uptime_s")))
     if result["host"]:
         return result
-    if boot is not None and boot_before is not None:
-        if boot_before - boot > BOOT_TIME_SLACK_S:
-            result["host"].append("boot_time %s is after this boot's (%s): the baseline comes from the future (a boot "
-                                  "that had not happened yet)" % (shown(boot_before), shown(boot)))
-        elif abs(boot - boot_before) <= BOOT_TIME_SLACK_S and up_before > up:
-            result["host"].append("uptime_s %s is larger than now (%s) on the same boot (boot_time %s): the baseline "
-                                  "comes from the future" % (shown(up_before), shown(up), shown(boot_before)))
-        elif (boot_before + up_before) - (boot + up) > BOOT_TIME_SLACK_S:
-            result["host"].append("its reading (boot_time %s + uptime_s %s) is after this audit's (%s + %s): the "
-                                  "baseline comes from the future" % (shown(boot_before), shown(up_before),
-                                                                      shown(boot), shown(up)))
-    if not result["host"] and up_before == up and (boot is None or boot_before is None
-                                                   or abs(boot - boot_before) <= BOOT_TIME_SLACK_S):
+    same = same_boot(before, now)
+    if boot is not None and boot_before is not None and boot_before - boot > BOOT_TIME_SLACK_S and same is not True:
+        result["host"].append("boot_time %s is after this boot's (%s): the baseline comes from the future (a boot "
+                              "that had not happened yet)" % (shown(boot_before), shown(boot)))
+    elif same and up_before > up:
+        result["host"].append("uptime_s %s is larger than now (%s) on the same boot (%s): the baseline comes from the "
+                              "future" % (shown(up_before), shown(up), _boot_named(before, now)))
+    elif (same is False and boot is not None and boot_before is not None
+          and (boot_before + up_before) - (boot + up) > BOOT_TIME_SLACK_S):
+        result["host"].append("its reading (boot_time %s + uptime_s %s) is after this audit's (%s + %s): the "
+                              "baseline comes from the future" % (shown(boot_before), shown(up_before),
+                                                                  shown(boot), shown(up)))
+    if not result["host"] and up_before == up and same is not False:
         result["host"].append("the baseline holds the same reading as now (uptime_s %s): no time between them"
                               % shown(up))
     if result["host"]:
         return result
-    clean = {"uptime_s": up_before, "boot_time": boot_before}
+    clean = {"uptime_s": up_before, "boot_time": boot_before, "boot_id": boot_id(before)}
+    if before.get("boot_id") is not None and clean["boot_id"] is None:
+        result["fields"].append("boot_id %s is not a boot id (a UUID, /proc/sys/kernel/random/boot_id): a reboot is "
+                                "told by the boot time and uptime" % shown(before.get("boot_id")))
     fields = result["fields"]
     for name in COUNTER_SECTIONS:
         section = before.get(name)

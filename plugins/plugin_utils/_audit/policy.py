@@ -14,10 +14,14 @@ import fnmatch
 import ipaddress
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import GENERATIONS, VALID_WIDTHS
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.window import (
+    ALWAYS_COUNTED, RDMA_PORT_ERRORS, RDMA_PER_HOUR, RDMA_TRANSPORT_ERRORS,
+)
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.keys import is_int, mappings_in
 
-EXPECTATION_KEYS = ("gpu", "nics", "rdma", "roce")
+EXPECTATION_KEYS = ("gpu", "nics", "rdma", "roce", "rdma_counters")
 ROCE_KEYS = ("ecn", "pfc", "priority")
 GPU_KEYS = ("width", "generation")
 NIC_KEYS = ("name", "speed_mbps", "mtu")
@@ -46,7 +50,7 @@ def validate_expectations(value, key="fabric_expectations"):
     """Return (normalized, errors). ``None`` means no expectations (the devices' own maxima apply)."""
     errors = []
     result = {"gpu": {"width": None, "generation": None}, "nics": [], "rdma": False,
-              "roce": {"ecn": None, "pfc": None, "priority": None}}
+              "roce": {"ecn": None, "pfc": None, "priority": None}, "rdma_counters": dict(RDMA_PER_HOUR)}
     if value is None:
         return result, errors
     if not isinstance(value, dict):
@@ -113,7 +117,33 @@ def validate_expectations(value, key="fabric_expectations"):
             errors.append("%s.roce.priority: %r is not an 802.1p priority (0..7)" % (key, priority))
         elif priority is not None:
             result["roce"]["priority"] = priority
+    _rdma_counter_limits(value.get("rdma_counters"), key + ".rdma_counters", result["rdma_counters"], errors)
     return result, errors
+
+
+def _rdma_counter_limits(value, key, limits, errors):
+    """``fabric_expectations.rdma_counters``: {counter: growth per hour allowed} over the defaults ``limits``."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        errors.append("%s: expected a mapping of RDMA counter to growth per hour, got %r" % (key, value))
+        return
+    known = tuple(c for c in RDMA_PORT_ERRORS + RDMA_TRANSPORT_ERRORS if c not in ALWAYS_COUNTED)
+    for counter in _unknown_keys(value, known):
+        if counter in ALWAYS_COUNTED:
+            errors.append("%s.%s: any increase is a finding (the port's link went down), it takes no threshold"
+                          % (key, counter))
+        else:
+            errors.append("%s.%s: unknown key (known: %s)" % (key, _key_name(counter), ", ".join(known)))
+    for counter in known:
+        if counter not in value:
+            continue
+        limit = finite(value[counter], 0, 1e12)
+        if limit is None:
+            errors.append("%s.%s: %r is not a growth per hour from 0 to 10^12 (0: any increase is a finding)"
+                          % (key, counter, value[counter]))
+        else:
+            limits[counter] = limit
 
 
 def read_networks(value, key="fabric_networks"):

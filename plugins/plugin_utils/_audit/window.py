@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NETDEV_BOND, PORT_NETDEVS
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER, finite
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import BOOT_TIME_SLACK_S, check_counters
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import check_counters, same_boot
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import duration
 
@@ -28,6 +28,12 @@ DROPS_PER_HOUR = 60  # ... and so is less than one a minute (rx_packets leaves R
 RDMA_PORT_ERRORS = ("link_downed", "link_error_recovery", "symbol_error", "local_link_integrity_errors",
                     "port_rcv_errors", "port_rcv_remote_physical_errors", "excessive_buffer_overrun_errors")
 RDMA_TRANSPORT_ERRORS = ("out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "implied_nak_seq_err")
+# How much each of them may grow per hour before STAB-004 names it (fabric_expectations.rdma_counters overrides):
+# symbol errors are the physical layer's bit errors, which a healthy link shows now and then (at the InfiniBand
+# specification's bit error rate of 10^-12, a 100 Gb/s port sees 360 per hour); from 120 per hour the link is
+# marginal. Every other counter counts from its first increase, and link_downed always does (the link went down).
+RDMA_PER_HOUR = {"symbol_error": 120}
+ALWAYS_COUNTED = ("link_downed",)
 NO_BASELINE = ("judged between two readings: set fabric_audit_baseline to an earlier audit's report.json (each "
                "report.json carries the counters), or fabric_audit_window to read them again that many seconds "
                "later in the same run")
@@ -158,9 +164,8 @@ def _checked(ctx):
         return ctx.__dict__["_baseline_window"]
     before = check["counters"]
     up, up_before = now["uptime_s"], before["uptime_s"]
-    boot, boot_before = finite(now.get("boot_time")), before["boot_time"]
-    rebooted = up < up_before or (boot is not None and boot_before is not None
-                                  and abs(boot - boot_before) > BOOT_TIME_SLACK_S)
+    same = same_boot(before, now)
+    rebooted = same is False or (same is None and up < up_before)
     if rebooted:
         win = (now, {}, up, True, baseline.get("generated_at"), in_run)
     else:

@@ -5,7 +5,7 @@
 # Private to the gpuops.fabric collection: the API may change without notice.
 """Stability counters for the sysfs reader: per interface carrier changes and the kernel's error and drop
 statistics, PCIe AER counters of the GPUs, NICs and the bridges above them, RDMA port counters, TCP segments and
-retransmits, and the boot time and uptime that turn totals into rates. Files only, each bounded; a known list of
+retransmits, and the boot id, boot time and uptime that turn totals into rates and tell a reboot. Files only, each bounded; a known list of
 names per directory, so a driver with hundreds of counters costs no more than one with a few."""
 
 from __future__ import absolute_import, division, print_function
@@ -140,6 +140,16 @@ def parse_btime(text):
     return None
 
 
+BOOT_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def parse_boot_id(text):
+    """The kernel's random id of this boot (/proc/sys/kernel/random/boot_id, a UUID made anew at each boot), else
+    None."""
+    value = (text or "").strip().lower()
+    return value if BOOT_ID.match(value) else None
+
+
 def parse_uptime(text):
     """Seconds since boot, the first field of /proc/uptime, else None."""
     fields = (text or "").split()
@@ -156,6 +166,7 @@ class CountersMixin:
         counters = {
             "boot_time": parse_btime(self.read(self.path("proc/stat"), quiet=True)),
             "uptime_s": parse_uptime(self.read(self.path("proc/uptime"), quiet=True)),
+            "boot_id": parse_boot_id(self.read(self.path("proc/sys/kernel/random/boot_id"), quiet=True)),
             "interfaces": {}, "aer": {}, "rdma": {}, "roce_ecn": {}, "roce_ports": {}, "roce_lag": {},
             "tcp": parse_proc_snmp_tcp(self.read(self.path("proc/net/snmp"), quiet=True)),
         }

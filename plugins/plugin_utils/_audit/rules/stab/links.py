@@ -23,7 +23,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline impo
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.window import (
     DROP_SHARE, DROPS_PER_HOUR, INTERFACE_DROPS, INTERFACE_ERROR_TOTALS, INTERFACE_ERRORS, LINKED, MIN_TCP_SEGMENTS,
-    NO_BASELINE, RDMA_PORT_ERRORS, RDMA_TRANSPORT_ERRORS, bond_members, budget_value, compared_nothing,
+    NO_BASELINE, RDMA_PER_HOUR, RDMA_PORT_ERRORS, RDMA_TRANSPORT_ERRORS, bond_members, budget_value, compared_nothing,
     counter_section, counter_value, counters, interfaces_of, tcp_growth, tcp_of, window, without,
 )
 
@@ -173,10 +173,12 @@ def pcie_errors(ctx):
 
 @host_rule(
     "STAB-004", "RDMA port errors growing", "warn",
-    """InfiniBand and RoCE port counters that grew between two readings: link_downed and link_error_recovery (the
-    link retrained), symbol and integrity errors (the physical layer), receive errors; and the transport's own
-    (out_of_sequence, packet_seq_err, local_ack_timeout_err: lost packets retransmitted, on RoCE usually a lossy
-    fabric without PFC or ECN). Each stalls the RDMA traffic of every collective on that port.""",
+    """InfiniBand and RoCE port counters that grew between two readings: link_downed (the link went down: any
+    increase), link_error_recovery (the link retrained), integrity errors and buffer overruns, receive errors; symbol
+    errors (the physical layer's bit errors, which a healthy link shows now and then) from 120 per hour; and the
+    transport's own (out_of_sequence, packet_seq_err, local_ack_timeout_err: lost packets retransmitted, on RoCE
+    usually a lossy fabric without PFC or ECN). Each stalls the RDMA traffic of every collective on that port. The
+    growth allowed per hour is fabric_expectations.rdma_counters (0 for all but symbol_error by default).""",
     """Physical-layer errors: the cable or transceiver and the switch port (mlxlink, the switch's port counters).
     Transport errors on RoCE: the lossless settings (PFC on the RoCE priority, ECN) along the whole path.""")
 def rdma_errors(ctx):
@@ -186,15 +188,23 @@ def rdma_errors(ctx):
     win = window(ctx)
     if win is None:
         raise NotApplicable(without(ctx, "RDMA error growth is " + NO_BASELINE))
+    limits = ctx.expect.get("rdma_counters") or RDMA_PER_HOUR
     for port in sorted(counter_section(now, "rdma")):
         grown = dict((c, win.growth("rdma", port, c)) for c in RDMA_PORT_ERRORS + RDMA_TRANSPORT_ERRORS)
         grown = dict((c, g) for c, g in grown.items() if g)
-        if not grown:
+        # within its allowance: a counter allowed some growth per hour that grew less (a window of unknown length
+        # allows none)
+        tolerated = dict((c, g) for c, g in grown.items() if limits.get(c) and win.per_hour(g) is not None
+                         and win.per_hour(g) <= limits[c])
+        judged = dict((c, g) for c, g in grown.items() if c not in tolerated)
+        if not judged:
             continue
-        said = ", ".join("%s +%d" % (c, g) for c, g in sorted(grown.items()))
+        said = ", ".join("%s +%d%s" % (c, g, " (%s per hour, allowed %g)" % (win.per_hour(g), limits[c])
+                                       if limits.get(c) else "") for c, g in sorted(judged.items()))
         ctx.finding(port, "%s: %s %s" % (port, said, win.said()),
-                    dict(win.evidence(), port=port, counters=grown,
-                         per_hour=dict((c, win.per_hour(g)) for c, g in sorted(grown.items()))))
+                    dict(win.evidence(), port=port, counters=judged, tolerated=tolerated,
+                         allowed_per_hour=dict((c, limits[c]) for c in sorted(judged) if limits.get(c)),
+                         per_hour=dict((c, win.per_hour(g)) for c, g in sorted(judged.items()))))
     compared_nothing(win, "RDMA error growth")
 
 

@@ -124,6 +124,7 @@ def test_a_reboot_between_the_readings_counts_since_boot(healthy, tmp_path):
     first = write(tmp_path, audit({"n1": later(healthy, seconds=7200)}))  # the baseline: uptime 26 h
     rebooted = copy.deepcopy(healthy)  # now: uptime 24 h on a boot 3 h after the first one (read 1 h after it)
     rebooted["counters"]["boot_time"] += 3 * 3600  # the same boot time would be a baseline from the future
+    rebooted["counters"]["boot_id"] = "7b3e9c1d-2a4f-4e8b-9c6d-0e1f2a3b4c5d"  # a new boot, a new id
     rebooted["counters"]["interfaces"]["ens5np0"].update(carrier_up_count=3, carrier_changes=6)
     rebooted["counters"]["aer"]["0000:19:00.0"]["correctable"]["total"] = 8  # link training at boot: not judged
     rebooted["counters"]["interfaces"]["ens5np0"]["rx_crc_errors"] = 9
@@ -388,14 +389,20 @@ def test_one_damaged_counter_is_left_out_the_others_compared(healthy, broken, tm
     assert aer["severity"] == "fail" and "since boot (not in the baseline)" in aer["message"]
 
 
+OTHER_BOOT = "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"
+
+
 @pytest.mark.parametrize("edit, said", [
     (lambda c: c.update(uptime_s=c["uptime_s"] + 7200),
+     "uptime_s 93600.0 is larger than now (90000.0) on the same boot (boot_id %s): the baseline comes from the future"),
+    # a report written before the facts had boot ids: the same boot is told by the boot time
+    (lambda c: c.update(uptime_s=c["uptime_s"] + 7200, boot_id=None),
      "uptime_s 93600.0 is larger than now (90000.0) on the same boot (boot_time 1764547200): the baseline comes from "
      "the future"),
-    (lambda c: c.update(boot_time=c["boot_time"] + 86400),
+    (lambda c: c.update(boot_time=c["boot_time"] + 86400, boot_id=OTHER_BOOT),
      "boot_time 1764633600 is after this boot's (1764547200): the baseline comes from the future (a boot that had "
      "not happened yet)"),
-    (lambda c: c.update(boot_time=c["boot_time"] - 7200, uptime_s=c["uptime_s"] + 86400),
+    (lambda c: c.update(boot_time=c["boot_time"] - 7200, uptime_s=c["uptime_s"] + 86400, boot_id=OTHER_BOOT),
      "its reading (boot_time 1764540000 + uptime_s 172800.0) is after this audit's (1764547200 + 90000.0): the "
      "baseline comes from the future"),
 ])
@@ -406,9 +413,10 @@ def test_a_host_entry_from_the_future_is_not_used(healthy, broken, tmp_path, no_
     for host in ("n1", "n2"):
         edit(report["counters"][host])
     path, report = with_baseline(healthy, broken, report, tmp_path)
+    ids = {"n1": healthy["counters"]["boot_id"], "n2": broken["counters"]["boot_id"]}
     assert report["policy_warnings"] == [
         "fabric_audit_baseline: %s, host %s: %s; %s is judged as without a baseline (uncorrectable PCIe errors since "
-        "boot, growth not judged)" % (path, host, said, host) for host in ("n1", "n2")]
+        "boot, growth not judged)" % (path, host, said.replace("%s", ids[host]), host) for host in ("n1", "n2")]
     assert stab(report) == stab(no_baseline) and verdict(report) == verdict(no_baseline)
     assert "since boot (rebooted)" not in str(report["stability"])
 
@@ -554,3 +562,135 @@ def _earlier_cache(healthy, broken):
     if "report" not in _EARLIER:
         _EARLIER["report"] = render_json(earlier(healthy, broken))
     return json.loads(_EARLIER["report"])
+
+
+# ---- issue 32: RDMA counter thresholds and the boot id --------------------------------------------------------
+
+def rdma_node(healthy, **counters):
+    base = copy.deepcopy(healthy)
+    base["counters"]["rdma"] = {"mlx5_0/1": dict(dict(link_downed=0, symbol_error=10, link_error_recovery=0,
+                                                      excessive_buffer_overrun_errors=0,
+                                                      local_link_integrity_errors=0, port_rcv_errors=0), **counters)}
+    return base
+
+
+def audit_with(facts, baseline, expectations=None):
+    report, errors = run_audit({"n1": {"facts": facts, "baseline": baseline, "expectations": expectations}}, TODAY,
+                               "2027-01-01T01:00:00+00:00")
+    assert errors == []
+    return report
+
+
+@pytest.mark.parametrize("grown, seconds, found", [
+    ({"symbol_error": 100}, 3600, {}),  # 100 an hour: a healthy link's bit errors
+    ({"symbol_error": 120}, 3600, {}),  # at the threshold
+    ({"symbol_error": 121}, 3600, {"symbol_error": 121}),
+    ({"symbol_error": 100}, 1800, {"symbol_error": 100}),  # 200 an hour
+    ({"link_downed": 1}, 3600, {"link_downed": 1}),  # any increase
+    ({"link_error_recovery": 1, "symbol_error": 50}, 3600, {"link_error_recovery": 1}),
+    ({"excessive_buffer_overrun_errors": 2}, 3600, {"excessive_buffer_overrun_errors": 2}),
+    ({"local_link_integrity_errors": 1}, 3600, {"local_link_integrity_errors": 1}),
+])
+def test_rdma_counters_are_judged_against_the_thresholds_per_hour(healthy, tmp_path, grown, seconds, found):
+    base = rdma_node(healthy)
+    first = write(tmp_path, audit({"n1": base}))
+    now = later(base, seconds=seconds, rdma=[("mlx5_0/1", c, g) for c, g in grown.items()])
+    report = audit({"n1": now}, baseline=first)
+    got = findings(report, "STAB-004")
+    if not found:
+        assert got == [] and outcome(report, "n1", "STAB-004")["status"] == "pass"
+        return
+    [finding] = got
+    assert finding["evidence"]["counters"] == found
+    if "symbol_error" in found:
+        assert finding["evidence"]["allowed_per_hour"] == {"symbol_error": 120}
+        assert "(%s per hour, allowed 120)" % (found["symbol_error"] * 3600.0 / seconds) in finding["message"]
+
+
+def test_rdma_thresholds_are_overridable_in_the_expectations(healthy, tmp_path):
+    base = rdma_node(healthy)
+    first = write(tmp_path, audit({"n1": base}))
+    now = later(base, rdma=[("mlx5_0/1", "symbol_error", 200), ("mlx5_0/1", "port_rcv_errors", 3)])
+    [default_] = findings(audit_with(now, first), "STAB-004")
+    assert default_["evidence"]["counters"] == {"symbol_error": 200, "port_rcv_errors": 3}
+    strict = audit_with(now, first, {"rdma_counters": {"symbol_error": 0}})
+    assert findings(strict, "STAB-004")[0]["evidence"]["counters"] == {"symbol_error": 200, "port_rcv_errors": 3}
+    lenient = audit_with(now, first, {"rdma_counters": {"symbol_error": 1000, "port_rcv_errors": 10}})
+    assert findings(lenient, "STAB-004") == []
+    assert outcome(lenient, "n1", "STAB-004")["status"] == "pass"
+
+
+@pytest.mark.parametrize("value, said", [
+    ({"link_downed": 5}, "fabric_expectations.rdma_counters.link_downed: any increase is a finding"),
+    ({"symbol_errors": 5}, "fabric_expectations.rdma_counters.symbol_errors: unknown key (known: "),
+    ({"symbol_error": -1}, "fabric_expectations.rdma_counters.symbol_error: -1 is not a growth per hour"),
+    ({"symbol_error": "lots"}, "fabric_expectations.rdma_counters.symbol_error: 'lots' is not a growth per hour"),
+    ({"symbol_error": True}, "fabric_expectations.rdma_counters.symbol_error: True is not a growth per hour"),
+    ({"symbol_error": float("nan")}, "fabric_expectations.rdma_counters.symbol_error: nan is not a growth per hour"),
+    ([120], "fabric_expectations.rdma_counters: expected a mapping of RDMA counter to growth per hour, got [120]"),
+])
+def test_bad_rdma_thresholds_stop_the_audit_naming_key_host_and_value(healthy, value, said):
+    _report, errors = run_audit({"n7": {"facts": healthy, "expectations": {"rdma_counters": value}}}, TODAY,
+                                "2027-01-01T01:00:00+00:00")
+    assert any(said in e and "n7" in e for e in errors), errors
+
+
+def test_a_reboot_is_told_by_the_boot_id(healthy, tmp_path):
+    """A reboot soon after the baseline: the boot time moved less than the 10 minutes that tell a reboot by time, and
+    the uptime is lower. By time alone that reads as a baseline from the future (a reading on the same boot with a
+    larger uptime); the new boot id says it is another boot: counters lower than before count since boot, never
+    negatively, and flaps are not judged."""
+    base = rdma_node(healthy, symbol_error=5000, link_downed=3)
+    base["counters"]["uptime_s"] = 300.0  # the baseline: five minutes after a boot
+    first = write(tmp_path, audit({"n1": base}))
+    now = copy.deepcopy(base)
+    now["counters"]["uptime_s"] = 200.0  # rebooted 100 s after the baseline was read, read 200 s into the new boot
+    now["counters"]["boot_time"] += 400
+    now["counters"]["boot_id"] = "a8c51e2f-0b3d-4e6a-8f7c-9d1e2b3c4a5f"
+    now["counters"]["rdma"]["mlx5_0/1"].update(symbol_error=4, link_downed=1)
+    report = audit({"n1": now}, baseline=first)
+    assert report["policy_warnings"] == []
+    assert "rebooted after the baseline" in outcome(report, "n1", "STAB-001")["reason"]
+    [finding] = findings(report, "STAB-004")  # since boot: link_downed 1 (any), symbol_error 4 in 200 s (72/h)
+    assert finding["evidence"]["counters"] == {"link_downed": 1} and finding["evidence"]["since_boot"] is True
+    assert all(v >= 0 for r in report["stability"] for v in r["counts"].values() if v is not None)
+    # without boot ids the same readings are a baseline from the future, judged as without one
+    for reading in (base, now):
+        reading["counters"]["boot_id"] = None
+    first = write(tmp_path, audit({"n1": base}), "report-no-id.json")
+    report = audit({"n1": now}, baseline=first)
+    assert "comes from the future" in " ".join(report["policy_warnings"])
+
+
+def test_the_same_boot_id_is_the_same_boot_whatever_the_clock_did(healthy, tmp_path):
+    """NTP stepped the clock by an hour between the readings: /proc/stat's btime (boot time by the wall clock) moved,
+    the boot id did not. The window is the uptime's difference, not a reboot."""
+    base = rdma_node(healthy)
+    first = write(tmp_path, audit({"n1": base}))
+    now = later(base, rdma=[("mlx5_0/1", "link_downed", 1)])
+    now["counters"]["boot_time"] += 3600
+    report = audit({"n1": now}, baseline=first)
+    [finding] = findings(report, "STAB-004")
+    assert finding["evidence"]["since_boot"] is False and finding["evidence"]["window_s"] == 3600.0
+    assert outcome(report, "n1", "STAB-001")["status"] == "pass"
+
+
+@pytest.mark.parametrize("value", ["not-a-uuid", 12345, ["x"], "0F6C2A9E-3B1D-4C55-9A51-2D0E8F7B6C41\n"])
+def test_a_damaged_boot_id_in_the_baseline_falls_back_to_the_times(healthy, tmp_path, value):
+    base = rdma_node(healthy)
+    report = audit({"n1": base})
+    report["counters"]["n1"]["boot_id"] = value
+    first = write(tmp_path, report)
+    now = later(base, rdma=[("mlx5_0/1", "link_downed", 1)])
+    report = audit({"n1": now}, baseline=first)
+    [warning] = report["policy_warnings"]
+    assert "boot_id" in warning and "is not a boot id" in warning
+    [finding] = findings(report, "STAB-004")  # judged over the window all the same, told by boot time and uptime
+    assert finding["evidence"]["since_boot"] is False and finding["evidence"]["window_s"] == 3600.0
+
+
+def test_the_live_boot_id_is_read(roots):
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+    facts = gather(root="/", gather_subset=["counters"])
+    with open("/proc/sys/kernel/random/boot_id") as handle:
+        assert facts["counters"]["boot_id"] == handle.read().strip()
