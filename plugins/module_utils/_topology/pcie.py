@@ -11,7 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import ACCELERATOR_KINDS
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import ACCELERATOR_KINDS, INTERNAL_KINDS
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite, is_hex
 
 
@@ -261,3 +261,36 @@ def normalize_pci_address(address):
     domain, sep, rest = address.strip().lower().partition(":")
     candidate = "%04x:%s" % (int(domain, 16), rest) if sep and is_hex(domain) else None
     return candidate if candidate and PCI_ADDRESS_RE.match(candidate) else None
+
+
+def path_hops(address, by_address):
+    """The links on a device's way to the CPU, hop by hop, as the facts give them: the device's own link, then each
+    bridge above it that has a link of its own (a switch's upstream port, another bridge; a root port and a switch's
+    downstream ports are the ends of those links, not links), up to its root port.
+
+    ``by_address``: {PCI address: the facts' pci entry}. Each hop: {"address", "kind", "slot" (the port above: the
+    link's other end), "link" (link_sides of it), "verdict" (link_verdict against the lower of the two ends'
+    maxima), "gbytes_per_s" (now, None where unknown)}. A device the facts do not have gives []."""
+    hops = []
+    device = by_address.get(address)
+    chain = device.get("chain") if isinstance(device, dict) else None
+    steps = [address] + [c for c in (chain if isinstance(chain, list) else []) if isinstance(c, str)]
+    for step in steps:
+        entry = by_address.get(step)
+        if not isinstance(entry, dict) or entry.get("kind") in INTERNAL_KINDS:
+            continue
+        parent = by_address.get(entry.get("parent")) if isinstance(entry.get("parent"), str) else None
+        slot_max = (parent.get("link") or {}).get("max") if isinstance(parent, dict) and isinstance(
+            parent.get("link"), dict) else None
+        sides = link_sides(entry.get("link"))
+        hops.append({"address": step, "kind": entry.get("kind"), "slot": entry.get("parent") if parent else None,
+                     "link": sides, "verdict": link_verdict(entry.get("kind"), entry.get("link"), slot_max),
+                     "gbytes_per_s": sides["current"]["gbytes_per_s"]})
+    return hops
+
+
+def path_bottleneck(hops):
+    """The hop whose link carries least now (the first of equals, nearest the device), or None where no hop's
+    bandwidth is known."""
+    known = [hop for hop in hops if hop["gbytes_per_s"] is not None]
+    return min(known, key=lambda hop: hop["gbytes_per_s"]) if known else None

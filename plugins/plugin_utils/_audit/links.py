@@ -12,7 +12,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NETDEV_LOOPBACK
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_sides, nic_link
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
+    link_sides, nic_link, path_bottleneck, path_hops,
+)
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 
 MAX_NAME = 64  # a device or interface name longer than this is cut (sysfs names are at most 15; GPU names ~40)
@@ -39,6 +41,20 @@ def pcie_fields(link):
     return found or None
 
 
+def path_fields(address, by_address):
+    """A device's way to the CPU as a report row carries it (pcie.path_hops): the hop that carries least now
+    (``bottleneck``, its ``kind`` and ``gbytes_per_s``) and the hops running below what both their ends allow
+    (``below``); None where the facts have no PCI device at that address."""
+    hops = path_hops(address, by_address) if address in by_address else []
+    if not hops:
+        return None
+    narrowest = path_bottleneck(hops)
+    return {"bottleneck": text_or_none(narrowest["address"]) if narrowest else None,
+            "bottleneck_kind": text_or_none(narrowest["kind"]) if narrowest else None,
+            "gbytes_per_s": narrowest["gbytes_per_s"] if narrowest else None,
+            "hops": len(hops), "below": [text_or_none(h["address"]) for h in hops if h["verdict"]["verdict"] == "below"]}
+
+
 def link_rows(facts_by_host):
     """One row per GPU (by its kind: gpu, apu ...) and per interface (not loopback) of each host, sorted by host, then
     GPUs before interfaces, then name."""
@@ -46,6 +62,8 @@ def link_rows(facts_by_host):
     for host in sorted(facts_by_host):
         facts = facts_by_host[host] if isinstance(facts_by_host[host], dict) else {}
         gpus, nics = [], []
+        by_address = dict((d["address"], d) for d in (facts.get("pci") if isinstance(facts.get("pci"), list) else [])
+                          if isinstance(d, dict) and isinstance(d.get("address"), str))
         for gpu in facts.get("gpus") if isinstance(facts.get("gpus"), list) else []:
             if not isinstance(gpu, dict):
                 continue
@@ -55,7 +73,8 @@ def link_rows(facts_by_host):
             if not name:
                 continue
             gpus.append({"host": host, "class": "gpu", "device": name, "kind": text_or_none(gpu.get("kind")) or "gpu",
-                         "address": address, "model": text_or_none(gpu.get("name")), "pcie": pcie_fields(gpu.get("link"))})
+                         "address": address, "model": text_or_none(gpu.get("name")), "pcie": pcie_fields(gpu.get("link")),
+                         "path": path_fields(address, by_address)})
         for nic in facts.get("nics") if isinstance(facts.get("nics"), list) else []:
             if not isinstance(nic, dict) or nic.get("kind") == NETDEV_LOOPBACK or not text_or_none(nic.get("name")):
                 continue
@@ -64,7 +83,7 @@ def link_rows(facts_by_host):
                          "interface_kind": text_or_none(nic.get("kind")), "address": text_or_none(nic.get("address")),
                          "speed_mbps": finite(nic.get("speed_mbps"), 1, SPEED_MBPS_MAX),
                          "mtu": finite(nic.get("mtu"), 1, MTU_MAX), "operstate": operstate,
-                         "pcie": pcie_fields(nic_link(nic))})
+                         "pcie": pcie_fields(nic_link(nic)), "path": path_fields(nic.get("address"), by_address)})
         seen = set()
         for row in sorted(gpus, key=lambda r: (r["device"], r["address"] or "")) + \
                 sorted(nics, key=lambda r: (r["device"], r["address"] or "")):

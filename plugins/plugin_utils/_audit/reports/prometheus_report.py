@@ -42,6 +42,10 @@ FAMILIES = (
     ("gpuops_fabric_pcie_link_bytes_per_second", "Usable one-direction bandwidth of the link now (bytes/s)."),
     ("gpuops_fabric_pcie_link_max_bytes_per_second", "Usable one-direction bandwidth of the link at its best "
                                                      "(bytes/s)."),
+    ("gpuops_fabric_pcie_path_bytes_per_second", "Usable one-direction bandwidth of the narrowest link on a GPU's "
+                                                 "or NIC's way to the CPU now (bytes/s); hop: that link's device."),
+    ("gpuops_fabric_pcie_path_links_below", "Links on a GPU's or NIC's way to the CPU (its own included) running "
+                                            "below what both their ends allow."),
     ("gpuops_fabric_nic_speed_bytes_per_second", "Link speed of an interface as the kernel reports it (bytes/s)."),
     ("gpuops_fabric_nic_mtu_bytes", "MTU of an interface."),
     ("gpuops_fabric_nic_up", "1 when the interface's operstate is up, 0 when it is another known state."),
@@ -118,6 +122,13 @@ def _samples(report):
             rate = link.get("gbytes_per_s")
             put("gpuops_fabric_pcie_link_%sbytes_per_second" % infix, labels,
                 None if rate is None else int(round(rate * 1e9)))
+        path = row.get("path") if isinstance(row.get("path"), dict) else None
+        if path:
+            rate = finite(path.get("gbytes_per_s"), 0, COUNT_MAX)
+            put("gpuops_fabric_pcie_path_bytes_per_second", labels + [("hop", path.get("bottleneck") or "")],
+                None if rate is None else int(round(rate * 1e9)))
+            below = path.get("below")
+            put("gpuops_fabric_pcie_path_links_below", labels, len(below) if isinstance(below, list) else None)
         if row.get("class") == "nic":
             # device: the interface, as node_exporter's node_network_* metrics name it
             nic = [("host", row["host"]), ("device", row["device"]), ("kind", row.get("interface_kind") or "")]

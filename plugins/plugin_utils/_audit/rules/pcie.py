@@ -13,7 +13,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model impo
     ACCELERATOR_KINDS, KIND_ACCELERATOR, KIND_GPU, KIND_NIC, KIND_RDMA, NETWORK_KINDS, PORT_NETDEVS,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import (
-    gpu_link_values, link_sides, link_verdict, nic_link,
+    gpu_link_values, link_sides, link_verdict, nic_link, path_bottleneck, path_hops,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
 
@@ -327,3 +327,61 @@ def pcie_own_maximum(ctx):
     if not judged:
         raise NotApplicable("no NIC, HCA or accelerator (outside the gpus facts) reports both its current and its "
                             "maximum PCIe link (captures from old kernels and hwloc XML carry the current link only)")
+
+
+@host_rule(
+    "PCIE-006", "A link on a GPU's or NIC's path below what both its ends allow", "warn",
+    """Every link between a GPU or NIC and its root port caps what the device can move: a PCIe switch's uplink
+    trained to Gen3 or to x8 under Gen4 x16 devices halves what all of them get, and neither the devices' own links
+    nor any XID or health event says so. Each link above the device (a switch's upstream port, another bridge) is
+    judged against the lower of its two ends' maxima (its own and its slot's, the port above): a narrower width is a
+    fault; a lower generation a warning (a switch keeps its trained generation at idle, but a platform's link power
+    policy may lower it). Each finding names the hop, the devices below it, and whether it is their path's
+    bottleneck. The devices' own links are PCIE-001, -002 and -005.""",
+    """Read `lspci -vv -s <hop>` LnkCap and LnkSta on both ends of the hop; reseat the switch board or riser, check
+    the retimer and the BIOS PCIe speed and bifurcation settings of that slot, and the kernel log's "limited by ...
+    link at <hop>" line.""")
+def pcie_path_hops(ctx):
+    ctx.need("pci")
+    pci = ctx.pci()
+    below, judged = {}, 0
+    for dev in ctx.facts["pci"]:
+        if dev.get("kind") not in ACCELERATOR_KINDS + NETWORK_KINDS:
+            continue
+        hops = path_hops(dev["address"], pci)
+        bottleneck = path_bottleneck(hops)
+        for hop in hops[1:]:  # the device's own link is judged by PCIE-001/002/005
+            if hop["verdict"]["verdict"] == "unknown":
+                continue
+            judged += 1
+            if hop["verdict"]["verdict"] != "below":
+                continue
+            entry = below.setdefault(hop["address"], {"hop": hop, "devices": [], "bottleneck_of": []})
+            entry["devices"].append(dev["address"])
+            if bottleneck is hop:
+                entry["bottleneck_of"].append(dev["address"])
+    if not judged:
+        raise NotApplicable("no link above a GPU or NIC reports both its current and its maximum (captures from old "
+                            "kernels and hwloc or NCCL XML carry the current link only)")
+    for address in sorted(below):
+        hop, devices, capped = below[address]["hop"], below[address]["devices"], below[address]["bottleneck_of"]
+        verdict, sides = hop["verdict"], hop["link"]
+        now, best = sides["current"], sides["max"]
+        reach = _gen_width_text(*verdict["reach"])
+        message = "%s %s runs at %s%s, below %s that both its ends allow (its own %s, its slot %s)" % (
+            str(hop["kind"]).replace("_", " "), address, _gen_width_text(now["generation"], now["width"]),
+            " (%.3g GB/s)" % now["gbytes_per_s"] if now["gbytes_per_s"] else "", reach,
+            _gen_width_text(best["generation"], best["width"]), hop["slot"] or "unknown")
+        message += "; below it: %s" % ", ".join(_named(pci, d) for d in sorted(devices))
+        if capped:
+            message += "; it is the narrowest link on the path of %s" % ", ".join(_named(pci, d) for d in sorted(capped))
+        ctx.finding(address, message, {
+            "hop": address, "kind": hop["kind"], "slot": hop["slot"], "current": now, "max": best,
+            "reach": {"generation": verdict["reach"][0], "width": verdict["reach"][1]},
+            "generation_low": verdict["generation_low"], "width_low": verdict["width_low"],
+            "devices": sorted(devices), "bottleneck_of": sorted(capped)},
+            severity="fail" if verdict["width_low"] else "warn")
+
+
+def _named(pci, address):
+    return "%s %s" % (str((pci.get(address) or {}).get("kind") or "device").replace("_", " "), address)

@@ -1,0 +1,162 @@
+"""PCIE-006 and the path's narrowest link (issue 32): each link from a GPU or NIC up to its root port judged against
+the lower of its two ends' maxima, with the hop named, in the findings, the report's links rows, the metrics and the
+HTML tree.
+
+The machines: the hand-written 8-GPU node's sysfs tree (tests/fixtures/handwritten), and copies of it with one
+switch uplink lowered BY HAND (each test says which file it rewrote), read through the real sysfs reader; every
+stored capture (sysfs, hwloc and NCCL XML, whose switches carry only their current link)."""
+
+import datetime
+import os
+import shutil
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import INTERNAL_KINDS
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import path_bottleneck, path_hops
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.prometheus_report import render_prometheus
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
+
+from test_link_verdict_agrees import captures
+
+# the hand-written node: GPU 0000:19:00.0 and HCA 0000:1a:00.0 sit below the switch 0000:17:00.0 (its upstream port),
+# which sits below 0000:11:00.0, the upstream port of the first-level switch over four GPUs and four HCAs
+UPLINK, TOP = "0000:17:00.0", "0000:11:00.0"
+BELOW_UPLINK = ["0000:19:00.0", "0000:1a:00.0"]
+BELOW_TOP = ["0000:15:00.0", "0000:16:00.0", "0000:19:00.0", "0000:1a:00.0"]
+
+
+def lowered(roots, tmp_path, address, **files):
+    """A copy of the hand-written node's sysfs tree with files of ``address`` rewritten BY HAND (name=content)."""
+    root = str(tmp_path / "node")
+    shutil.copytree(roots["dgx8"], root, symlinks=True)
+    device = os.path.realpath(os.path.join(root, "sys", "bus", "pci", "devices", address))
+    assert device.startswith(root)
+    for name, content in files.items():
+        with open(os.path.join(device, name), "w") as handle:
+            handle.write(content + "\n")
+    return gather(root=root)
+
+
+def audit(facts):
+    report, errors = run_audit({"h": {"facts": facts}}, datetime.date(2027, 1, 1), "2027-01-01T00:00:00+00:00")
+    assert errors == []
+    return report
+
+
+def hop_findings(report):
+    return [f for f in report["findings"] if f["id"] == "PCIE-006"]
+
+
+def metrics(report):
+    found = {}
+    for family in text_string_to_metric_families(render_prometheus(report)):
+        for sample in family.samples:
+            if sample.name.startswith("gpuops_fabric_pcie_path_"):
+                found[(sample.name, sample.labels["address"])] = (sample.value, sample.labels.get("hop"))
+    return found
+
+
+def tree_state(report, address):
+    return next(d["state"] for d in report["topology"]["h"]["devices"] if d["address"] == address)
+
+
+def test_the_healthy_node_passes_and_names_each_path_narrowest_link(healthy):
+    report = audit(healthy)
+    assert report["outcomes"]["h"]["PCIE-006"]["status"] == "pass"
+    pci = dict((d["address"], d) for d in healthy["pci"])
+    hops = path_hops("0000:19:00.0", pci)
+    assert [h["address"] for h in hops] == ["0000:19:00.0", UPLINK, TOP]  # own link, then each switch's uplink
+    assert [h["verdict"]["verdict"] for h in hops] == ["ok", "ok", "ok"]
+    # all at Gen5 x16: the first of equals, the device's own link
+    assert path_bottleneck(hops)["address"] == "0000:19:00.0"
+
+
+def test_an_uplink_trained_narrower_is_a_fail_naming_the_hop_and_the_devices_below(roots, tmp_path):
+    facts = lowered(roots, tmp_path, UPLINK, current_link_width="8")  # HAND-EDITED: x16 -> x8
+    report = audit(facts)
+    [finding] = hop_findings(report)
+    assert finding["subject"] == UPLINK and finding["severity"] == "fail"
+    evidence = finding["evidence"]
+    assert evidence["devices"] == BELOW_UPLINK and evidence["bottleneck_of"] == BELOW_UPLINK
+    assert evidence["width_low"] is True and evidence["generation_low"] is False
+    assert evidence["reach"] == {"generation": 5, "width": 16}
+    assert evidence["slot"] == next(d for d in facts["pci"] if d["address"] == UPLINK)["parent"]
+    assert finding["message"].startswith("switch upstream %s runs at Gen5 x8 (31.5 GB/s), below Gen5 x16 that both "
+                                         "its ends allow" % UPLINK), finding["message"]
+    assert "it is the narrowest link on the path of gpu 0000:19:00.0, rdma 0000:1a:00.0" in finding["message"]
+    # the devices' own links are healthy: PCIE-001/002/005 say nothing of them
+    assert not [f for f in report["findings"] if f["id"] in ("PCIE-001", "PCIE-002", "PCIE-005")]
+    # the tree colours the hop, the report's rows and the metrics name it
+    assert tree_state(report, UPLINK) == "below"
+    row = next(r for r in report["links"] if r["address"] == "0000:19:00.0")
+    assert row["path"] == {"bottleneck": UPLINK, "bottleneck_kind": "switch_upstream", "gbytes_per_s": 31.508,
+                           "hops": 3, "below": [UPLINK]}
+    shown = metrics(report)
+    assert shown[("gpuops_fabric_pcie_path_bytes_per_second", "0000:19:00.0")] == (31508000000.0, UPLINK)
+    assert shown[("gpuops_fabric_pcie_path_links_below", "0000:19:00.0")][0] == 1
+    assert shown[("gpuops_fabric_pcie_path_links_below", "0000:15:00.0")][0] == 0  # the other branch
+
+
+def test_a_top_uplink_a_generation_down_is_a_warning_for_every_device_below(roots, tmp_path):
+    facts = lowered(roots, tmp_path, TOP, current_link_speed="16.0 GT/s PCIe")  # HAND-EDITED: Gen5 -> Gen4
+    [finding] = hop_findings(audit(facts))
+    assert finding["subject"] == TOP and finding["severity"] == "warn"
+    assert finding["evidence"]["devices"] == BELOW_TOP == finding["evidence"]["bottleneck_of"]
+    assert finding["evidence"]["generation_low"] is True and finding["evidence"]["width_low"] is False
+
+
+def test_an_uplink_at_what_its_slot_allows_is_no_finding(roots, tmp_path):
+    """A Gen5 switch in a Gen4 slot: its uplink at Gen4 is what both ends allow (capped by design, not trained low)."""
+    root = str(tmp_path / "node")
+    shutil.copytree(roots["dgx8"], root, symlinks=True)
+    pci = os.path.join(root, "sys", "bus", "pci", "devices")
+    for address, name, value in ((UPLINK, "current_link_speed", "16.0 GT/s PCIe"),  # HAND-EDITED
+                                 ("0000:12:01.0", "max_link_speed", "16.0 GT/s PCIe")):  # its slot: the port above
+        with open(os.path.join(os.path.realpath(os.path.join(pci, address)), name), "w") as handle:
+            handle.write(value + "\n")
+    facts = gather(root=root)
+    slot = next(d for d in facts["pci"] if d["address"] == UPLINK)["parent"]
+    assert slot == "0000:12:01.0"
+    report = audit(facts)
+    assert hop_findings(report) == []
+    assert tree_state(report, UPLINK) == "capped"
+    row = next(r for r in report["links"] if r["address"] == "0000:19:00.0")
+    assert row["path"]["bottleneck"] == UPLINK and row["path"]["below"] == []
+
+
+def test_every_capture_reads_its_paths(roots):
+    """On every stored machine: each GPU's and NIC's path starts at the device and climbs its chain, the narrowest
+    link is one of its hops, and PCIE-006 either judged something or says why it could not."""
+    judged = not_applicable = 0
+    for name, how in captures(roots):
+        facts = gather(**how)
+        pci = dict((d["address"], d) for d in facts.get("pci") or [])
+        for device in pci.values():
+            if device["kind"] not in ("gpu", "accelerator", "nic", "rdma"):
+                continue
+            hops = path_hops(device["address"], pci)
+            assert hops[0]["address"] == device["address"], name
+            # then every bridge of its chain with a link of its own, in order, up to the root port
+            climbed = [a for a in device["chain"] if a in pci and pci[a]["kind"] not in INTERNAL_KINDS]
+            assert [h["address"] for h in hops[1:]] == climbed, name
+            narrowest = path_bottleneck(hops)
+            assert narrowest is None or narrowest in hops
+        outcome = audit(facts)["outcomes"]["h"]["PCIE-006"]
+        if outcome["status"] == "not_applicable":
+            not_applicable += 1
+            assert "reports both its current and its maximum" in outcome["reason"] or "not gathered" in \
+                outcome["reason"], (name, outcome)
+        else:
+            judged += 1
+    assert judged and not_applicable
+
+
+@pytest.mark.parametrize("link", [None, "x", {"current": "Gen4"}, {"current": {"generation": 10 ** 400}}])
+def test_odd_hop_links_are_not_judged(healthy, link):
+    facts = dict(healthy, pci=[dict(d, link=link) if d["address"] == UPLINK else d for d in healthy["pci"]])
+    report = audit(facts)
+    assert report["outcomes"]["h"]["PCIE-006"]["status"] == "pass"
+    assert hop_findings(report) == []
