@@ -41,6 +41,7 @@ _NET_ITEM = re.compile(r"\[(\d{1,4})\]([^\s:\[\]<]{1,64})(\S*)")
 _OOB = re.compile(r"OOB ([^\s:<]{1,64}):([^\s<]{1,64})")
 _BOOTSTRAP = re.compile(r"^Bootstrap ?: Using (?:\[\d{1,4}\])?([^\s:<\[]{1,64}):([^\s<]{1,64})")
 _PLUGIN = re.compile(r"^NET/Plugin ?:? ?(.*)$")
+_NO_DEVICE = re.compile(r"^NET/([A-Za-z][\w ]{0,40}?) ?: No device found")
 _PLUGIN_LOADED = re.compile(r"(?:Loaded|Using) (?:net|network|non-device net|device net) plugin (?!version)"
                             r"'?([\w .-]{1,60}?)'?(?: \(v\d+\))?$")
 _ENV = re.compile(r"^(NCCL_[A-Z0-9_]{1,60}) set by environment to (.{0,200}?)\.?\s*$")
@@ -58,6 +59,13 @@ _DMABUF = re.compile(r"DMA-BUF is available on GPU device (\d{1,4})")
 _CONNECT = re.compile(r"^(?:Channel|Ring) (\d{1,4})(?:/\d{1,4})? : (\d{1,6})(?:\[([0-9a-fA-F]{1,16})\])? -> "
                       r"(\d{1,6})(?:\[([0-9a-fA-F]{1,16})\])?(?: \[(send|receive)\])? via (.+)$")
 _DEVICE_SEGMENT = re.compile(r"^(\d{1,4})(\(\d{1,6}\))?$")
+# NCCL 2.8 and before name two transports in words: "via direct shared memory" (SHM), "via P2P/direct pointer"
+_WORDED = re.compile(r"^(direct shared memory|P2P/direct pointer)\b")
+# peer-to-peer between two GPUs of the node refused: "Could not enable P2P between dev 1(=81000) and dev 0(=41000)"
+# (2.12+), "P2P is disabled between [NVLINK ]connected GPUs 1 and 0" (2.18+: NVML says P2P is not supported)
+_P2P_OFF = re.compile(r"Could not enable P2P between dev (\d{1,4})\(=([0-9a-fA-F]{1,16})\) and dev (\d{1,4})"
+                      r"\(=([0-9a-fA-F]{1,16})\)|P2P is disabled between (NVLINK )?connected GPUs (\d{1,4}) and "
+                      r"(\d{1,4})")
 _RING = re.compile(r"^Channel (\d{1,4})/(\d{1,4}) :(?:\s+\d{1,6})+\s*$")
 _TREES = re.compile(r"^Trees((?: \[\d{1,4}\] \S+)+)")
 _CHANNELS = re.compile(r"^(\d{1,4}) coll channels")
@@ -80,6 +88,7 @@ KINDS = (
     ("no_socket_interface", re.compile(r"no socket interface found|No usable listening interface|"
                                        r"no (?:IB|network) (?:device|interface)s? found", re.I)),
     ("net_error", re.compile(r"NET/(?:IB|OFI|Socket)|NET/\w+ ?:|ibv_\w+|Got completion|libfabric|\bOFI\b|"
+                             r"libibverbs|librdmacm|libnccl-net|"
                              r"Connect to .* failed|Connection (?:refused|reset|closed)|remote process exited", re.I)),
     ("bootstrap", re.compile(r"Bootstrap|bootstrap", re.I)),
     ("cuda", re.compile(r"\bCuda\b|CUDA|cuda\w+ failed", re.I)),
@@ -96,7 +105,7 @@ def kind_of(text):
 def _section():
     return {"version": None, "cuda": None, "cuda_driver": None, "network": None, "net_plugin": None,
             "net_kind": None, "net_devices": [], "net_lists": {}, "oob": None, "bootstrap": None, "env": {}, "gdr": [],
-            "dmabuf_gpus": [], "transports": {}, "connections": [], "ranks": [], "nranks": None, "nnodes": None,
+            "dmabuf_gpus": [], "transports": {}, "connections": [], "p2p_off": [], "shm": [], "no_device": [], "ranks": [], "nranks": None, "nnodes": None,
             "channels": None, "trees": None, "graphs": [], "init_complete": False, "warnings": [],
             "warn_count": 0, "errors": [], "error_count": 0, "evidence": {}}
 
@@ -125,6 +134,9 @@ def _note(section, key, number, line):
 def transport_name(via):
     """'NET/IB/0/GDRDMA' -> 'NET/IB/GDRDMA', 'P2P/IPC/read comm 0x12 nRanks 02' -> 'P2P/IPC/read'; the device index
     (any all-digit segment) dropped, what follows the last segment's first space dropped."""
+    worded = _WORDED.match(via.strip())
+    if worded:
+        return worded.group(1)
     parts = via.strip().split("/")
     parts[-1] = parts[-1].split(" ", 1)[0]
     return "/".join(p for p in parts if p and not _DEVICE_SEGMENT.match(p))
@@ -236,6 +248,22 @@ def _message(section, number, line, message, level, pid=None, dev=None):
                 section["net_kind"], section["net_devices"] = kind, section["net_lists"][kind]
                 _note(section, "net_devices", number, line)
         return
+    match = _NO_DEVICE.match(message)
+    if match:
+        _keep(section["no_device"], match.group(1).strip())
+        _note(section, "no_device " + match.group(1).strip(), number, line)
+        return
+    match = _P2P_OFF.search(message)
+    if match:
+        if match.group(1) is not None:
+            entry = {"devs": [int(match.group(1)), int(match.group(3))],
+                     "gpus": [match.group(2).lower(), match.group(4).lower()], "why": "not enabled", "nvlink": False}
+        else:
+            entry = {"devs": [int(match.group(6)), int(match.group(7))], "gpus": [None, None],
+                     "why": "disabled", "nvlink": bool(match.group(5))}
+        _keep(section["p2p_off"], entry)
+        _note(section, "p2p_off", number, line)
+        return
     match = _DMABUF.search(message)
     if match:
         _keep(section["dmabuf_gpus"], int(match.group(1)))
@@ -251,6 +279,11 @@ def _message(section, number, line, message, level, pid=None, dev=None):
         name = transport_name(via)
         _count(section["transports"], name)
         _note(section, "transport " + name, number, line)
+        if name.startswith("SHM") or name == "direct shared memory":
+            # two GPUs of this node through host memory: who they are, for the P2P rule (NCCLRUN-009)
+            _keep(section["shm"], {"rank": int(match.group(2)), "gpu": (match.group(3) or "").lower() or None,
+                                   "peer": int(match.group(4)), "peer_gpu": (match.group(5) or "").lower() or None,
+                                   "transport": name, "pid": pid, "dev": dev})
         if name.startswith("NET/"):
             nic, pxn = _net_index(via)
             # "a[x] -> b[y] [send]": this node's GPU is a's; "[receive]": b's (the line is printed by the receiver)
@@ -307,8 +340,10 @@ def parse_nccl_log(lines):
     net_kind and net_devices (the "NET/<kind> : Using" line, in NCCL's order: index, name, port, link, address), oob,
     bootstrap, env (NCCL_* set by environment), gdr (per HCA and GPU: enabled, detail), dmabuf_gpus, transports
     ({name: connection count}), connections (over the network: rank, gpu, peer, direction, nic index, transport),
-    ranks, nranks, nnodes, channels, trees, graphs (pattern, cross_nic, channels, bw, type), init_complete, warnings
-    and errors ({line, kind, text}) with their counts, and evidence ({what: "line N: ..."})."""
+    shm (between two GPUs of the node through host memory: rank, gpu, peer, peer_gpu, transport), p2p_off (GPU
+    pairs NCCL could not or would not connect peer to peer: devs, gpus, why, nvlink), no_device (the NET kinds that
+    found no device: "NET/IB : No device found"), ranks, nranks, nnodes, channels, trees, graphs (pattern,
+    cross_nic, channels, bw, type), init_complete, warnings and errors ({line, kind, text}) with their counts, and evidence ({what: "line N: ..."})."""
     sections = {}
     dropped = set()
     total = nccl = 0
@@ -398,6 +433,9 @@ def _choose_net(section):
                 return
 
 
+_ITEM_TYPES = {"dmabuf_gpus": int, "no_device": str}  # the lists whose items are not objects
+
+
 def merge_sections(sections):
     """One view of several sections (a host's own and the unprefixed lines): the first value of each scalar, lists
     and counts combined. A value of the wrong type (a hand-written result) is left out, never raised on."""
@@ -411,7 +449,7 @@ def merge_sections(sections):
             default = view[key]
             if isinstance(default, list):
                 for item in value if isinstance(value, list) else ():
-                    if isinstance(item, int if key == "dmabuf_gpus" else dict):
+                    if isinstance(item, _ITEM_TYPES.get(key, dict)):
                         _keep(view[key], item, MAX_RANKS if key == "ranks" else MAX_ITEMS)
             elif isinstance(default, dict):
                 for k, v in value.items() if isinstance(value, dict) else ():

@@ -14,7 +14,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import host_view
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import observed
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, observed
 PROBE_SOURCE = "nccl-tests probe"
 
 
@@ -24,6 +24,28 @@ def socket_traffic(view):
     if any(t.startswith("NET/Socket") for t in view["transports"]):
         return True
     return view["network"] == "Socket" and (view["nnodes"] or 0) > 1
+
+
+def host_logs(ctx):
+    """nccl_logs of the context's host, read into views once for all the host's rules (a view merges its sections:
+    no rule needs it done again)."""
+    if "_nccl_logs" not in ctx.__dict__:
+        ctx.__dict__["_nccl_logs"] = nccl_logs(ctx.host, ctx.observed)
+    return ctx.__dict__["_nccl_logs"]
+
+
+def log_views(ctx):
+    """[(source, view)] of the host's NCCL logs that could be read; NotApplicable where there is none."""
+    views = [(s, v) for s, v, _why in host_logs(ctx) if v is not None]
+    if not views:
+        raise NotApplicable("no NCCL log of this host (fabric_nccl_logs, or the nccl-tests probe)")
+    return views
+
+
+def log_evidence(source, view, *keys):
+    """A finding's evidence: the log, and the lines of ``view`` noted under ``keys``."""
+    lines = dict((k, view["evidence"][k]) for k in keys if k in view["evidence"])
+    return dict({"log": source}, **lines)
 
 
 def nccl_logs(host, expect):

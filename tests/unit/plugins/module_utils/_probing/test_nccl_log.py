@@ -81,7 +81,13 @@ def test_real_log_faults_show_in_the_parse(name):
     if "gdr_disabled" in faults:
         assert any(not g["enabled"] for g in view["gdr"])
     if "socket_fallback" in faults:
-        assert view["network"] == "Socket" or "NET/Socket" in view["transports"]
+        # NCCL 2.4-2.5 print no "Using network" line: the socket list alone is its choice
+        assert view["network"] == "Socket" or "NET/Socket" in view["transports"] or (
+            view["network"] is None and list(view["net_lists"]) == ["Socket"])
+    if "p2p_shm_fallback" in faults:
+        assert view["p2p_off"] or view["shm"] or view["env"].get("NCCL_P2P_DISABLE") == "1"
+    else:
+        assert not view["p2p_off"] and not view["shm"]
     if not faults:
         assert not view["errors"]
 
@@ -115,6 +121,8 @@ def test_transport_names_drop_device_indexes_and_trailers():
     assert transport_name("P2P/IPC/read comm 0x55 nRanks 08") == "P2P/IPC/read"
     assert transport_name("NET/AWS Libfabric/0/GDRDMA") == "NET/AWS Libfabric/GDRDMA"
     assert transport_name("SHM/direct/direct") == "SHM/direct/direct"
+    assert transport_name("direct shared memory") == "direct shared memory"  # NCCL 2.8 and before
+    assert transport_name("P2P/direct pointer comm 0x1 nRanks 02") == "P2P/direct pointer"
 
 
 def test_a_log_without_nccl_lines_says_so_and_odd_lines_never_fail():

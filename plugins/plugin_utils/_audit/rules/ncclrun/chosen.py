@@ -3,8 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""Rule family NCCLRUN: what NCCL itself decided on a node (its NCCL_DEBUG=INFO output and its topology dump, from
-fabric_nccl_logs or the nccl-tests probe) checked against the facts and the intent."""
+"""Rule family NCCLRUN, what NCCL chose: its network, NICs, GPUDirect RDMA, errors, PCI tree and settings (its
+NCCL_DEBUG=INFO output and its topology dump, from fabric_nccl_logs or the nccl-tests probe) checked against the
+facts and the intent."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -21,36 +22,13 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
     NotApplicable, host_rule, inventory_rule,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.nccl_views import (
-    gpu_of, nccl_dumps, nccl_logs, nic_address, path_type, socket_traffic,
+    gpu_of, host_logs, log_evidence, log_views, nccl_dumps, nccl_logs, nic_address, path_type, socket_traffic,
 )
 
 # NCCL_* settings that differ between hosts by design: names of a host's own interfaces and files, diagnostics
 PER_HOST_SETTINGS = frozenset(("NCCL_SOCKET_IFNAME", "NCCL_IB_GID_INDEX", "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE",
                                "NCCL_TOPO_DUMP_FILE_RANK", "NCCL_HOSTID", "NCCL_COMM_ID", "NCCL_GRAPH_DUMP_FILE",
                                "NCCL_GRAPH_FILE", "NCCL_CONF_FILE"))
-
-
-# ---- what NCCL said on this host --------------------------------------------------------------------------------
-
-
-def _logs(ctx):
-    """nccl_logs of the context's host, read into views once for all the host's rules (a view merges its sections:
-    no rule needs it done again)."""
-    if "_nccl_logs" not in ctx.__dict__:
-        ctx._nccl_logs = nccl_logs(ctx.host, ctx.observed)
-    return ctx._nccl_logs
-
-
-def _views(ctx):
-    views = [(s, v) for s, v, _why in _logs(ctx) if v is not None]
-    if not views:
-        raise NotApplicable("no NCCL log of this host (fabric_nccl_logs, or the nccl-tests probe)")
-    return views
-
-
-def _evidence(source, view, *keys):
-    lines = dict((k, view["evidence"][k]) for k in keys if k in view["evidence"])
-    return dict({"log": source}, **lines)
 
 
 # ---- rules -----------------------------------------------------------------------------------------------------
@@ -65,7 +43,7 @@ def _evidence(source, view, *keys):
     """Read the log's NET/IB or NET/Plugin lines for why IB was not used; give the container /dev/infiniband and
     libibverbs, unset NCCL_IB_DISABLE, or set fabric_nccl_mode: tcp where TCP is what you want.""")
 def nccl_socket_fallback(ctx):
-    views = _views(ctx)
+    views = log_views(ctx)
     mode = ctx.expect.get("nccl_mode")
     if mode == "tcp":
         raise NotApplicable("fabric_nccl_mode is tcp: sockets are intended")
@@ -81,7 +59,7 @@ def nccl_socket_fallback(ctx):
             % ", ".join(active[:4]))
         ctx.finding(source, "NCCL used TCP sockets (%s) although %s" % (
             ", ".join(d["name"] for d in view["net_devices"]) or "network Socket", why),
-            dict(_evidence(source, view, "network", "net_devices", "transport NET/Socket"),
+            dict(log_evidence(source, view, "network", "net_devices", "transport NET/Socket"),
                  active_rdma_ports=active, env=dict((k, v) for k, v in view["env"].items()
                                                     if k.startswith(("NCCL_IB", "NCCL_NET")))))
 
@@ -96,7 +74,7 @@ def nccl_socket_fallback(ctx):
     writes one from the facts); compare `nvidia-smi topo -m`.""")
 def nccl_distant_nic(ctx):
     ctx.need("gpus")
-    views = _views(ctx)
+    views = log_views(ctx)
     judged = 0
     for source, view in views:
         names = dict((d["index"], d["name"]) for d in view["net_devices"])
@@ -117,7 +95,7 @@ def nccl_distant_nic(ctx):
                 ctx.finding("%s->%s" % (gpu, name), "NCCL sends GPU %s through %s (%s) although %s is %s" % (
                     gpu, ", ".join("%s (%s)" % (n, paths[n]) for n in sorted(paths)) if len(paths) > 1 else name,
                     paths[name], best[0], best[1]),
-                    dict(_evidence(source, view, "net_devices"), gpu=gpu, nic=name, nic_path=paths[name],
+                    dict(log_evidence(source, view, "net_devices"), gpu=gpu, nic=name, nic_path=paths[name],
                          nics=dict(sorted(paths.items())), nearest=best[0], nearest_path=best[1],
                          transport=used[gpu][name]))
     if not judged:
@@ -144,7 +122,7 @@ def _best_nic(facts, gpu, names):
     """Set NCCL_SOCKET_IFNAME to the training interface (`ansible-playbook gpuops.fabric.nccl` writes it from the
     intent) and check it selects what you mean (NCCL-002).""")
 def nccl_on_management(ctx):
-    views = _views(ctx)
+    views = log_views(ctx)
     management = [(n, v) for n, v in (ctx.expect.get("networks") or {}).items() if v.get("role") == "management"]
     if not management:
         raise NotApplicable("fabric_networks names no management network")
@@ -156,7 +134,7 @@ def nccl_on_management(ctx):
             if network:
                 ctx.finding(device["name"], "NCCL sends data through %s (%s), on management network %s" % (
                     device["name"], device.get("address") or "address not logged", network),
-                    dict(_evidence(source, view, "net_devices", "network"), interface=device["name"],
+                    dict(log_evidence(source, view, "net_devices", "network"), interface=device["name"],
                          NCCL_SOCKET_IFNAME=view["env"].get("NCCL_SOCKET_IFNAME")))
 
 
@@ -186,7 +164,7 @@ def nccl_gdr_disabled(ctx):
     ctx.need("gpus")
     if ctx.expect.get("nccl_mode") == "tcp":
         raise NotApplicable("fabric_nccl_mode is tcp: NCCL is meant to use sockets, without GPUDirect RDMA")
-    views = _views(ctx)
+    views = log_views(ctx)
     judged = 0
     for source, view in views:
         if view["network"] == "Socket" or view["net_kind"] == "Socket":
@@ -221,7 +199,7 @@ def nccl_gdr_disabled(ctx):
             ctx.finding(name, "NCCL disabled GPUDirect RDMA for %s, which shares a PCIe switch with GPU %s%s" % (
                 name, ", ".join(near), "; the facts say: " + "; ".join(reasons) if reasons else
                 "; the facts show no reason (IOMMU or driver: see the log)"),
-                dict(_evidence(source, view, "gdr_disabled", "net_devices"), hca=name, gpus=near,
+                dict(log_evidence(source, view, "gdr_disabled", "net_devices"), hca=name, gpus=near,
                      detail=entry.get("detail"), reasons=reasons))
     if not judged:
         raise NotApplicable("the logs say nothing of GPUDirect RDMA for an HCA the facts know (no RDMA network, or "
@@ -255,7 +233,7 @@ def _gdr_reasons(ctx, gpus, nic):
     node, the same NCCL version everywhere, RDMA devices and memlock limits in the container, firewalls open between
     the nodes.""")
 def nccl_errors(ctx):
-    views = _views(ctx)
+    views = log_views(ctx)
     for source, view in views:
         # routine IB events (a port coming up, the subnet manager re-registering) NCCL warns of are not judged
         warnings = [w for w in view["warnings"] if w.get("kind") != "ib_event"]
@@ -373,7 +351,7 @@ def _spread(values):
     """Run the job with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,ENV,NET,GRAPH (NCCL_DEBUG_FILE=/path/nccl.%h.%p
     writes one file per process) and point fabric_nccl_logs at this host's files.""")
 def nccl_unusable_logs(ctx):
-    logs = _logs(ctx)
+    logs = host_logs(ctx)
     if not logs:
         raise NotApplicable("no NCCL log of this host (fabric_nccl_logs, or the nccl-tests probe)")
     usable = any(view is not None for _s, view, _w in logs)

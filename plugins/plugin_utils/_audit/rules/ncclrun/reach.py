@@ -1,0 +1,271 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""Rule family NCCLRUN, how NCCL reached the GPUs and the network it was given: peer to peer or shared memory
+between the node's GPUs (NCCLRUN-009), the interfaces its sockets and bootstrap bound to (NCCLRUN-010), the HCAs
+NCCL_IB_HCA names (NCCLRUN-011). Each names the log lines it read and, from the facts, the likely cause."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NETDEV_LOOPBACK, SOFTWARE_NETDEVS
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import is_near
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.nccl_views import (
+    log_evidence, log_views, pci_of_bus_id,
+)
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import active_rdma_ports
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.gdr import IOMMU_TRANSLATING, p2p_bridges
+
+# ---- peer to peer between the node's GPUs ----------------------------------------------------------------------
+
+
+def _gpu(view, value):
+    """The PCI address of a GPU as a P2P or SHM line writes it: a busId an init line gave, or one of at least four
+    hex digits (newer NCCL writes a rank or a device index there: "3[3]", not a place in the PCI tree)."""
+    if not value:
+        return None
+    known = set(r.get("bus_id") for r in view["ranks"] if isinstance(r, dict))
+    return pci_of_bus_id(value) if value in known or len(value) >= 4 else None
+
+
+def _p2p_pairs(view):
+    """{(gpu, gpu): {"said": set of what the log says, "nvml": NVML refused it}} of the GPU pairs NCCL did not
+    connect peer to peer, from "Could not enable P2P", "P2P is disabled" and connections through shared memory."""
+    pairs = {}
+    # "P2P is disabled between connected GPUs 1 and 0" names CUDA devices; "Could not enable P2P between dev 1(=81000)"
+    # of the same process gives their busIds
+    devices = {}
+    for entry in view["p2p_off"]:
+        for dev, gpu in zip(entry.get("devs") or [], entry.get("gpus") or []):
+            if _gpu(view, gpu):
+                devices.setdefault(dev, _gpu(view, gpu))
+    for entry in view["p2p_off"]:
+        devs = list(entry.get("devs") or [None, None])
+        gpus = [_gpu(view, g) or devices.get(d) for g, d in zip(entry.get("gpus") or [None, None], devs)]
+        key = tuple(sorted(g or "dev %s" % d for g, d in zip(gpus, devs)))
+        found = pairs.setdefault(key, {"said": set(), "nvml": False})
+        found["said"].add("P2P %s" % entry.get("why"))
+        found["nvml"] = found["nvml"] or entry.get("why") == "disabled"
+    for conn in view["shm"]:
+        gpus = (_gpu(view, conn.get("gpu")), _gpu(view, conn.get("peer_gpu")))
+        key = tuple(sorted(g or "rank %s" % r for g, r in zip(gpus, (conn.get("rank"), conn.get("peer")))))
+        pairs.setdefault(key, {"said": set(), "nvml": False})["said"].add("via %s" % conn.get("transport"))
+    return pairs
+
+
+def _gpu_path(facts, a, b):
+    for path in (facts.get("paths") or {}).get("gpu_gpu") or []:
+        if {path.get("gpu"), path.get("peer")} == {a, b}:
+            return path.get("type")
+    return None
+
+
+def _p2p_causes(ctx, view, pair, nvml):
+    """What the facts and the log say keeps two GPUs from peer to peer, most telling first; and whether the cause is
+    NCCL's own default (not a fault)."""
+    causes, by_design = [], False
+    env = view["env"]
+    if str(env.get("NCCL_P2P_DISABLE", "")).strip() == "1":
+        causes.append("NCCL_P2P_DISABLE=1 is set for the run")
+    if env.get("NCCL_P2P_LEVEL"):
+        causes.append("NCCL_P2P_LEVEL=%s is set for the run" % env["NCCL_P2P_LEVEL"])
+    pci = ctx.pci() if isinstance(ctx.facts.get("pci"), list) else {}
+    a, b = pair
+    kind = _gpu_path(ctx.facts, a, b)
+    if a in pci and b in pci and (kind is None or is_near(kind)):
+        # below one switch (PIX, PXB) ACS decides whether P2P turns there or climbs to the root complex; through the
+        # CPU it climbs anyway
+        for bridge in p2p_bridges(pci, a, b):
+            acs = pci[bridge].get("acs") or {}
+            if acs.get("redirects_p2p"):
+                causes.append("ACS redirect on %s %s between them (control %s)" % (
+                    str(pci[bridge].get("kind")).replace("_", " "), bridge, acs.get("control")))
+                break
+    if a in pci and b in pci:
+        translating = sorted(x for x in (a, b) if (pci[x].get("iommu") or {}).get("type") in IOMMU_TRANSLATING)
+        if translating:
+            causes.append("the IOMMU translates the DMA of %s" % ", ".join(translating))
+        if kind == "SYS":
+            causes.append("their path crosses the link between CPU sockets (SYS), where NCCL does not use peer to "
+                          "peer by default")
+            by_design = len(causes) == 1
+        elif kind in ("NODE", "PHB"):
+            causes.append("their path runs through the CPU (%s), where peer to peer depends on the platform" % kind)
+    if nvml:
+        by_design = False
+        causes.append("NVML reports peer to peer unsupported between them (a VM or container that hides it, or GPUs "
+                      "without it)")
+    return causes, by_design
+
+
+@host_rule(
+    "NCCLRUN-009", "GPUs of the node exchange data through host memory, not peer to peer", "warn",
+    """NCCL moved traffic between two GPUs of one node through shared host memory ("via SHM", "via direct shared
+    memory") or said it could not enable peer to peer between them ("Could not enable P2P", "P2P is disabled
+    between connected GPUs"). Every byte then crosses PCIe twice and the CPU's memory: half the intra-node
+    bandwidth or less. The finding names the pair, the lines and the likely cause from the facts: NCCL_P2P_DISABLE
+    or NCCL_P2P_LEVEL in the run, ACS redirect on a bridge between them, an IOMMU translating their DMA, a VM or
+    container where NVML refuses P2P, a path through the CPU. Across CPU sockets (SYS) NCCL uses shared memory by
+    default: information, not a fault.""",
+    """Unset NCCL_P2P_DISABLE / NCCL_P2P_LEVEL; turn ACS off on the switch ports between the GPUs and boot bare-metal
+    nodes with iommu=pt; in a VM, pass the GPUs through with their PCIe switch (or NVLink) and P2P enabled in the
+    hypervisor; check `nvidia-smi topo -p2p r`.""")
+def nccl_p2p(ctx):
+    views = log_views(ctx)
+    seen = False
+    for source, view in views:
+        pairs = _p2p_pairs(view)
+        seen = seen or bool(pairs) or any(t.startswith("P2P") for t in view["transports"])
+        for pair in sorted(pairs):
+            said = pairs[pair]["said"]
+            causes, by_design = _p2p_causes(ctx, view, pair, pairs[pair]["nvml"])
+            ctx.finding("%s<->%s" % pair, "GPUs %s and %s: %s%s" % (
+                pair[0], pair[1], "; ".join(sorted(said)),
+                "; likely: " + "; ".join(causes) if causes else "; no cause in the facts (see the log lines)"),
+                dict(log_evidence(source, view, "p2p_off", "transport SHM/direct/direct",
+                                  "transport direct shared memory"),
+                     gpus=list(pair), said=sorted(said), causes=causes,
+                     env=dict((k, v) for k, v in view["env"].items() if k.startswith("NCCL_P2P"))),
+                severity="info" if by_design else None)
+    if not seen:
+        raise NotApplicable("the logs show no connection between two GPUs of the node (one GPU per node, or "
+                            "NCCL_DEBUG_SUBSYS without INIT)")
+
+
+# ---- the interfaces NCCL's sockets bound to -------------------------------------------------------------------
+
+# interfaces that never carry traffic between nodes: loopback, container and VM bridges, tunnels, veth pairs, CNI
+# overlays (their names as Docker, libvirt, LXD, Podman, Kubernetes CNIs and VPNs make them)
+VIRTUAL_NAME = re.compile(r"^(lo|docker\d{0,4}|br-[0-9a-f]{6,16}|virbr\d{1,4}|lxcbr\d{1,4}|lxdbr\d{1,4}|podman\d{1,4}|"
+                          r"cni\d{1,4}|cbr\d{1,4}|flannel[.\w]{0,16}|cali\w{1,16}|cilium\w{0,16}|weave|vxlan[.\w]{0,16}|"
+                          r"kube-\w{1,16}|veth\w{0,16}|tunl\d{1,4}|tun\d{1,4}|tap\w{0,16}|wg\d{1,4}|tailscale\d{1,4}|"
+                          r"zt\w{1,16})$")
+
+
+def virtual_interface(facts, name, address=None):
+    """Why interface ``name`` cannot carry NCCL between nodes, or None: its kind in the facts (loopback, a bridge or
+    virtual device with no port below), else its name or a 127.x address."""
+    for nic in facts.get("nics") or []:
+        if isinstance(nic, dict) and nic.get("name") == name:
+            if nic.get("kind") == NETDEV_LOOPBACK:
+                return "the loopback interface"
+            if nic.get("kind") in SOFTWARE_NETDEVS and VIRTUAL_NAME.match(name):
+                return "a %s device with no port below it" % nic["kind"]
+            if nic.get("kind") not in SOFTWARE_NETDEVS:
+                return None  # a port, a bond or a VLAN: whatever it is called
+    if name == "lo" or (address or "").startswith("127."):
+        return "the loopback interface"
+    if VIRTUAL_NAME.match(name):
+        return "a container, VM, tunnel or overlay interface by its name"
+    return None
+
+
+@host_rule(
+    "NCCLRUN-010", "NCCL's sockets bound to a loopback, container or virtual interface", "fail",
+    """NCCL's socket transport ("NET/Socket : Using [0]lo:127.0.0.1", docker0, virbr0, a veth, a tunnel, a CNI
+    overlay) or its bootstrap chose an interface that does not leave the node, or leaves it through a container's
+    NAT: across nodes the run hangs at init or crawls through the overlay. NCCL picks the first interface that is
+    up unless NCCL_SOCKET_IFNAME says otherwise, and in containers that is often the wrong one. The data transport
+    on such an interface is a fault; the bootstrap alone (control traffic) a warning.""",
+    """Set NCCL_SOCKET_IFNAME to the training interface (the nccl role writes it from the intent), or exclude the
+    virtual ones (NCCL_SOCKET_IFNAME=^lo,docker0,virbr0); in Kubernetes use the host network or a secondary network
+    for the pods.""")
+def nccl_socket_interface(ctx):
+    views = log_views(ctx)
+    seen = 0
+    for source, view in views:
+        data = [(d.get("name"), d.get("address")) for d in (view["net_lists"].get("Socket") or [])
+                if isinstance(d, dict) and d.get("name")]
+        control = [(e["name"], e.get("address")) for e in (view["bootstrap"], view["oob"]) if isinstance(e, dict)
+                   and e.get("name")]
+        seen += len(data) + len(control)
+        said = set()
+        for role, found, severity in (("data", data, None), ("bootstrap", control, "warn")):
+            bad = sorted(set((n, virtual_interface(ctx.facts, n, a)) for n, a in found if n not in said))
+            bad = [(n, why) for n, why in bad if why]
+            said.update(n for n, _why in bad)  # the bootstrap on the data interface: said once, for the data
+            if not bad:
+                continue
+            ctx.finding("%s %s" % (role, ",".join(n for n, _w in bad)), "NCCL's %s uses %s" % (
+                "socket transport (NET/Socket)" if role == "data" else "bootstrap",
+                "; ".join("%s (%s)" % (n, why) for n, why in bad)),
+                dict(log_evidence(source, view, "net_devices Socket", "bootstrap"), interfaces=[n for n, _w in bad],
+                     env=dict((k, v) for k, v in view["env"].items() if k.startswith(("NCCL_SOCKET", "NCCL_IB")))),
+                severity=severity)
+    if not seen:
+        raise NotApplicable("the logs name no socket or bootstrap interface (no NET/Socket or Bootstrap line)")
+
+
+# ---- NCCL_IB_HCA against the node's HCAs ----------------------------------------------------------------------
+
+
+def hca_filter(value):
+    """NCCL_IB_HCA as NCCL reads it: (exclude, exact, [(name, port or None)]); a leading ^ excludes, a leading =
+    matches names exactly, otherwise an entry is a prefix ("mlx5" names mlx5_0 ... mlx5_N)."""
+    text = str(value).strip()
+    exclude, exact = text.startswith("^"), False
+    text = text.lstrip("^")
+    if text.startswith("="):
+        exact, text = True, text[1:]
+    entries = []
+    for part in text.split(",")[:64]:
+        name, _sep, port = part.strip().partition(":")
+        if name:
+            entries.append((name, int(port) if port.isdigit() else None))
+    return exclude, exact, entries
+
+
+def hca_matches(entry, exact, device):
+    return device == entry[0] if exact else device.startswith(entry[0])
+
+
+@host_rule(
+    "NCCLRUN-011", "NCCL_IB_HCA names no RDMA device of the node", "fail",
+    """The run set NCCL_IB_HCA (in its environment, or in nccl.conf) to devices the node does not have: a typo, a
+    name from another server model, mlx5_N numbered differently after a firmware or slot change. NCCL then finds no
+    HCA ("NET/IB : No device found") and falls back to TCP sockets (often over IPoIB) without an error, or, where
+    only some entries are wrong, leaves those rails unused. The finding names the entries and the devices the node
+    has.""",
+    """Set NCCL_IB_HCA to the node's devices (ibv_devices, `rdma link show`; the nccl role writes it from the facts
+    with fabric_nccl_mode: rdma), or leave it unset and let NCCL pick the HCAs nearest each GPU.""")
+def nccl_ib_hca(ctx):
+    views = log_views(ctx)
+    devices = sorted(d["name"] for d in ctx.facts.get("rdma") or [] if isinstance(d, dict) and d.get("name"))
+    if ctx.facts.get("rdma") is None:
+        raise NotApplicable("facts subset 'rdma' was not gathered")
+    conf = (ctx.facts.get("nccl") or {}).get("values") if isinstance(ctx.facts.get("nccl"), dict) else None
+    judged = 0
+    for source, view in views:
+        value, where = view["env"].get("NCCL_IB_HCA"), "the run's environment"
+        if value is None and isinstance(conf, dict) and conf.get("NCCL_IB_HCA"):
+            value, where = conf["NCCL_IB_HCA"], "/etc/nccl.conf"
+        if value is None:
+            continue
+        exclude, exact, entries = hca_filter(value)
+        if exclude or not entries:
+            continue  # an exclusion list names what not to use: any device left over is NCCL's to pick
+        judged += 1
+        unmatched = [e for e in entries if not any(hca_matches(e, exact, d) for d in devices)]
+        if not unmatched:
+            continue
+        none_left = len(unmatched) == len(entries)
+        said = "NCCL_IB_HCA=%s (%s): %s match%s no RDMA device of the node (it has %s)" % (
+            value, where, ", ".join(n for n, _p in unmatched), "es" if len(unmatched) == 1 else "",
+            ", ".join(devices) or "none")
+        if none_left and view["no_device"]:
+            said += "; NCCL found no device (%s) and %s" % (
+                ", ".join("NET/%s" % k for k in view["no_device"]),
+                "used network %s" % view["network"] if view["network"] else "chose no RDMA network")
+        active = active_rdma_ports(ctx.facts)
+        ctx.finding("NCCL_IB_HCA", said, dict(
+            log_evidence(source, view, "network", *("no_device %s" % k for k in view["no_device"])),
+            value=value, where=where, unmatched=[n for n, _p in unmatched], devices=devices, active_rdma_ports=active),
+            severity=None if none_left else "warn")
+    if not judged:
+        raise NotApplicable("the logs set no NCCL_IB_HCA that names devices (and nccl.conf none)")

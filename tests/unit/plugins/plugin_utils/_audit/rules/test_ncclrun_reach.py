@@ -1,0 +1,215 @@
+"""NCCLRUN-009, -010 and -011 (issue 32): peer to peer between the node's GPUs, the interfaces NCCL's sockets bound
+to, and NCCL_IB_HCA against the node's HCAs. The logs are real ones posted publicly
+(tests/fixtures/realdata/nccl-logs, each with its PROVENANCE.md) and, where a log must name this node's own devices,
+short logs written here by hand in NCCL's formats (marked HAND-WRITTEN). The facts are the hand-written 8-GPU node
+and its broken twin (ACS redirect on its switch ports, an IOMMU translating DMA)."""
+
+import datetime
+import os
+
+import pytest
+
+from conftest import REPO
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.ncclrun.reach import (
+    hca_filter, virtual_interface,
+)
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
+
+LOGS = os.path.join(REPO, "tests", "fixtures", "realdata", "nccl-logs")
+TODAY = datetime.date(2026, 12, 1)
+
+
+def real(name):
+    return os.path.join(LOGS, name, "nccl.log")
+
+
+def written(tmp_path, text):
+    path = tmp_path / "nccl.log"
+    path.write_text(text)
+    return str(path)
+
+
+def audit(host, facts, logs, **more):
+    report, errors = run_audit({host: dict(more, facts=facts, status="audited", nccl_logs=logs)}, TODAY,
+                               "2026-12-01T00:00:00+00:00")
+    assert errors == []
+    found = {}
+    for f in report["findings"]:
+        found.setdefault(f["id"], []).append(f)
+    return found, report["outcomes"][host]
+
+
+# ---- NCCLRUN-009 ---------------------------------------------------------------------------------------------
+
+def test_real_shm_fallback_names_the_pair_and_the_lines(healthy):
+    found, _outcomes = audit("ault43", healthy, [real("c-p2p-shm-could-not-enable-ib-shared-nccl1516")])
+    [finding] = found["NCCLRUN-009"]
+    assert finding["subject"] == "0000:41:00.0<->0000:81:00.0" and finding["severity"] == "warn"
+    assert finding["evidence"]["said"] == ["P2P not enabled", "via SHM/direct/direct"]
+    assert "Could not enable P2P between dev 1(=81000)" in finding["evidence"]["p2p_off"]
+    assert "via SHM/direct/direct" in finding["evidence"]["transport SHM/direct/direct"]
+    assert "no cause in the facts" in finding["message"]  # these GPUs are not the hand-written node's
+
+
+def test_real_vm_where_nvml_refuses_p2p(healthy):
+    """Azure: "P2P is disabled between connected GPUs 1 and 0" names CUDA devices, "Could not enable P2P between dev
+    1(=200000) and dev 0(=100000)" their busIds: one pair, with NVML's refusal as the cause."""
+    host = "e2bd2729de1e4961bccb1c0d6311f3a4000001"
+    found, _outcomes = audit(host, healthy, [real("c-p2p-disabled-azure-vm-socket-nccl1214")])
+    [finding] = found["NCCLRUN-009"]
+    assert finding["subject"] == "0001:00:00.0<->0002:00:00.0"
+    assert finding["evidence"]["said"] == ["P2P disabled", "P2P not enabled"]
+    assert "NVML reports peer to peer unsupported" in finding["message"]
+
+
+def test_real_p2p_level_set_by_the_run(healthy):
+    found, _outcomes = audit("nccl-tests", healthy, [real("c-p2p-level-loc-direct-shm-a6000-2.8.2-nccl606")])
+    [finding] = found["NCCLRUN-009"]
+    assert finding["evidence"]["said"] == ["via direct shared memory"]
+    assert finding["evidence"]["causes"][0] == "NCCL_P2P_LEVEL=LOC is set for the run"
+    assert finding["evidence"]["env"] == {"NCCL_P2P_LEVEL": "LOC"}
+
+
+def test_real_healthy_p2p_log_passes(healthy):
+    found, outcomes = audit("678c7278cb2d", healthy, [real("c-p2p-cumem-healthy-4gpu-container-nccl1504")])
+    assert "NCCLRUN-009" not in found and outcomes["NCCLRUN-009"]["status"] == "pass"
+
+
+# HAND-WRITTEN: two GPUs of the hand-written node below one PCIe switch (PXB) connected through shared memory
+SHM_BELOW_ONE_SWITCH = """\
+gpu-a:100:200 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+gpu-a:100:200 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 15000 commId 0x9 - Init START
+gpu-a:100:201 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 nvmlDev 1 busId 19000 commId 0x9 - Init START
+gpu-a:100:200 [0] NCCL INFO Could not enable P2P between dev 0(=15000) and dev 1(=19000)
+gpu-a:100:200 [0] NCCL INFO Channel 00/0 : 0[15000] -> 1[19000] via SHM/direct/direct
+gpu-a:100:201 [1] NCCL INFO Channel 00/0 : 1[19000] -> 0[15000] via SHM/direct/direct
+gpu-a:100:200 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 15000 commId 0x9 - Init COMPLETE
+"""
+
+
+def test_acs_and_the_iommu_named_as_the_cause(broken, healthy, tmp_path):
+    found, _outcomes = audit("gpu-a", broken, [written(tmp_path, SHM_BELOW_ONE_SWITCH)])
+    [finding] = found["NCCLRUN-009"]
+    assert finding["subject"] == "0000:15:00.0<->0000:19:00.0" and finding["severity"] == "warn"
+    causes = finding["evidence"]["causes"]
+    assert causes[0].startswith("ACS redirect on switch downstream") and "(control 0x001d)" in causes[0].lower()
+    assert causes[1] == "the IOMMU translates the DMA of 0000:15:00.0, 0000:19:00.0"
+    # the healthy node has neither: the finding stands (P2P was refused) without a cause in the facts
+    found, _outcomes = audit("gpu-a", healthy, [written(tmp_path, SHM_BELOW_ONE_SWITCH)])
+    assert found["NCCLRUN-009"][0]["evidence"]["causes"] == []
+
+
+def test_across_cpu_sockets_shared_memory_is_nccls_default(healthy, tmp_path):
+    log = SHM_BELOW_ONE_SWITCH.replace("19000", "95000")  # GPU 0000:95:00.0 hangs under the other socket (SYS)
+    found, _outcomes = audit("gpu-a", healthy, [written(tmp_path, log)])
+    [finding] = found["NCCLRUN-009"]
+    assert finding["severity"] == "info" and "(SYS)" in finding["message"]
+    # the same with NCCL_P2P_DISABLE set is the run's choice, named, and no longer NCCL's default alone
+    log = log.replace("Could not enable", "NCCL_P2P_DISABLE set by environment to 1\ngpu-a:100:200 [0] NCCL INFO "
+                                          "Could not enable")
+    [finding] = audit("gpu-a", healthy, [written(tmp_path, log)])[0]["NCCLRUN-009"]
+    assert finding["severity"] == "warn" and finding["evidence"]["causes"][0] == "NCCL_P2P_DISABLE=1 is set for the run"
+
+
+def test_a_log_without_intra_node_connections_cannot_judge(healthy):
+    _found, outcomes = audit("gpu6", healthy, [real("a-roce-2.4.2-34hca-mpirun-tags-nccl224")])
+    assert outcomes["NCCLRUN-009"]["status"] == "not_applicable"
+
+
+# ---- NCCLRUN-010 ---------------------------------------------------------------------------------------------
+
+# HAND-WRITTEN in NCCL 2.18's format: sockets on the loopback, the bootstrap on Docker's bridge
+ON_LOOPBACK = """\
+gpu-a:100:200 [0] NCCL INFO Bootstrap : Using docker0:172.17.0.1<0>
+gpu-a:100:200 [0] NCCL INFO NET/IB : No device found.
+gpu-a:100:200 [0] NCCL INFO NET/Socket : Using [0]lo:127.0.0.1<0>
+gpu-a:100:200 [0] NCCL INFO Using network Socket
+"""
+
+
+def test_sockets_on_the_loopback_and_bootstrap_on_a_container_bridge(healthy, tmp_path):
+    found, _outcomes = audit("gpu-a", healthy, [written(tmp_path, ON_LOOPBACK)])
+    data, boot = sorted(found["NCCLRUN-010"], key=lambda f: f["subject"], reverse=True)
+    assert data["subject"] == "data lo" and data["severity"] == "fail"
+    assert "NCCL's socket transport (NET/Socket) uses lo (the loopback interface)" == data["message"]
+    assert boot["subject"] == "bootstrap docker0" and boot["severity"] == "warn"
+    assert "container, VM, tunnel or overlay interface by its name" in boot["message"]
+
+
+def test_sockets_on_the_training_bond_pass(healthy, tmp_path):
+    log = ON_LOOPBACK.replace("docker0:172.17.0.1", "bond0.100:198.18.100.11").replace("lo:127.0.0.1",
+                                                                                       "bond0.100:198.18.100.11")
+    found, outcomes = audit("gpu-a", healthy, [written(tmp_path, log)])
+    assert "NCCLRUN-010" not in found and outcomes["NCCLRUN-010"]["status"] == "pass"
+
+
+@pytest.mark.parametrize("name, address, why", [
+    ("lo", None, "the loopback interface"),  # the facts' kind
+    ("docker0", None, "by its name"), ("veth1a2b3c", None, "by its name"), ("tunl0", None, "by its name"),
+    ("virbr0", None, "by its name"), ("cni0", None, "by its name"), ("flannel.1", None, "by its name"),
+    ("eth0", "127.0.0.1", "the loopback interface"),
+    ("eth0", "10.0.0.1", None), ("bond0.100", None, None), ("ens1np0", None, None), ("ib0", None, None),
+    ("vethernet-name-too-long-for-a-netdev", None, None),
+])
+def test_which_interfaces_never_leave_the_node(healthy, name, address, why):
+    said = virtual_interface(healthy, name, address)
+    assert (said is None) if why is None else why in said
+
+
+def test_real_socket_logs_on_real_interfaces_pass(healthy):
+    found, outcomes = audit("instance-8g-96c-2", healthy, [real("b-socket-fallback-gcp-a2-vm-2.19.3")])
+    assert "NCCLRUN-010" not in found and outcomes["NCCLRUN-010"]["status"] == "pass"  # ens7, a gVNIC
+
+
+# ---- NCCLRUN-011 ---------------------------------------------------------------------------------------------
+
+# HAND-WRITTEN in NCCL 2.19's format: NCCL_IB_HCA names a device the node does not have; NCCL finds none and falls
+# back to sockets over the training VLAN
+HCA_TYPO = """\
+gpu-a:100:200 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_bond_0
+gpu-a:100:200 [0] NCCL INFO NET/IB : No device found.
+gpu-a:100:200 [0] NCCL INFO NET/Socket : Using [0]bond0.100:198.18.100.11<0>
+gpu-a:100:200 [0] NCCL INFO Using network Socket
+"""
+
+
+def test_an_ib_hca_that_matches_nothing_is_a_fail_with_the_devices_the_node_has(healthy, tmp_path):
+    found, _outcomes = audit("gpu-a", healthy, [written(tmp_path, HCA_TYPO)])
+    [finding] = found["NCCLRUN-011"]
+    assert finding["severity"] == "fail"
+    assert finding["message"] == (
+        "NCCL_IB_HCA=mlx5_bond_0 (the run's environment): mlx5_bond_0 matches no RDMA device of the node (it has "
+        "mlx5_0, mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, mlx5_7, mlx5_8, mlx5_9); NCCL found no device "
+        "(NET/IB) and used network Socket")
+    assert "No device found" in finding["evidence"]["no_device IB"]
+
+
+@pytest.mark.parametrize("value, unmatched, severity", [
+    ("mlx5_0,mlx5_11", ["mlx5_11"], "warn"),  # one rail lost
+    ("mlx5", None, None),  # a prefix: every mlx5_N
+    ("=mlx5", ["mlx5"], "fail"),  # exact names only
+    ("=mlx5_0:1,mlx5_1:1", None, None),
+    ("=mlx5_0,=mlx5_1", ["=mlx5_1"], "warn"),  # NCCL reads "=" at the start of the list only
+    ("mlx5_0:1,mlx5_3:1", None, None),
+    ("^mlx5_9", None, None),  # an exclusion is not judged
+])
+def test_ib_hca_as_nccl_matches_it(healthy, tmp_path, value, unmatched, severity):
+    found, outcomes = audit("gpu-a", healthy, [written(tmp_path, HCA_TYPO.replace("mlx5_bond_0", value))])
+    if unmatched is None:
+        assert "NCCLRUN-011" not in found
+        assert outcomes["NCCLRUN-011"]["status"] == ("not_applicable" if value.startswith("^") else "pass")
+        return
+    [finding] = found["NCCLRUN-011"]
+    assert finding["evidence"]["unmatched"] == unmatched and finding["severity"] == severity
+
+
+def test_ib_hca_filter():
+    assert hca_filter("^=mlx5_0:1,mlx5_1") == (True, True, [("mlx5_0", 1), ("mlx5_1", None)])
+    assert hca_filter(" mlx5 ") == (False, False, [("mlx5", None)])
+    assert hca_filter("") == (False, False, [])
+    assert len(hca_filter(",".join(["m"] * 1000))[2]) == 64  # bounded
+
+
+def test_without_ib_hca_nothing_is_judged(healthy):
+    _found, outcomes = audit("instance-8g-96c-2", healthy, [real("b-socket-fallback-gcp-a2-vm-2.19.3")])
+    assert outcomes["NCCLRUN-011"]["status"] == "not_applicable"
