@@ -4,7 +4,7 @@
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
 """One host's probe results as the audit reads them (``fabric_probe_results``, the ``probes`` of rules/probe.py,
-rules/stab/ and rules/ncclrun.py), built from what the probes role registered. The role's last task is one call
+rules/stab/ and rules/ncclrun/), built from what the probes role registered. The role's last task is one call
 of the ``probe_results`` filter; the keys are listed once here and the rules read no others
 (tests/unit/plugins/plugin_utils/_audit/test_probe_results.py holds both)."""
 
