@@ -301,6 +301,20 @@ ansible_facts:
               C(cmdline_read); C(groups), the number of IOMMU groups; C(domain_types) seen).
           type: dict
           returned: when rdma is gathered
+        kernel_pcie:
+          description:
+            - The kernel's own verdict on PCIe links, from its log (sysfs sources; C(null) for XML), gathered with the
+              C(pci) subset. C(source) is what was read (C(/dev/kmsg) on the live node as root, else a saved
+              C(var/log/dmesg) or C(var/log/kern.log) below the root; C(null) where none could be read),
+              C(oldest_s) the oldest message's seconds after boot (a log that lost the boot's messages says so).
+            - C(entries), per "available PCIe bandwidth" line the kernel printed, C(driver), C(device), C(available_gbps),
+              C(limited), C(limit_speed_gts), C(limit_width), C(limit_at) (the port at the upper end of the slowest
+              link), C(capable_gbps), C(capable_speed_gts) and C(capable_width).
+          type: dict
+          returned: when pci is gathered
+          sample: {source: /dev/kmsg, oldest_s: 0, entries: [{driver: mlx5_core, device: "0000:5e:00.0",
+                   available_gbps: 31.504, limited: true, limit_speed_gts: 8.0, limit_width: 4,
+                   limit_at: "0000:5d:00.0", capable_gbps: 63.008, capable_speed_gts: 8.0, capable_width: 8}]}
         counters:
           description:
             - Stability counters, totals since boot (sysfs sources; C(null) for XML). C(boot_time) (C(btime) of

@@ -159,6 +159,17 @@ def _names_on_function(topo, address):
     return names
 
 
+def _kernel_pcie_fact(found):
+    """The kernel's own verdict on PCIe links, from its log: the source read and, per bandwidth line, the device,
+    what it has and whether (and where) it is limited. None where the source has no kernel log (XML)."""
+    if found is None:
+        return None
+    keep = ("driver", "device", "available_gbps", "limited", "limit_speed_gts", "limit_width", "limit_at",
+            "capable_gbps", "capable_speed_gts", "capable_width")
+    return {"source": found["source"], "oldest_s": found.get("oldest_s"),
+            "entries": [dict((k, e.get(k)) for k in keep) for e in found["entries"]]}
+
+
 def build_facts(topo, subsets, nvml_status=None):
     facts = {
         "schema_version": SCHEMA_VERSION,
@@ -170,6 +181,7 @@ def build_facts(topo, subsets, nvml_status=None):
         facts["numa"] = _numa_facts(topo)
     if "pci" in subsets:
         facts["pci"] = [_pci_fact(topo, d) for _a, d in sorted(topo.pci.items())]
+        facts["kernel_pcie"] = _kernel_pcie_fact(topo.kernel_pcie)
     gpus = sorted((d for d in topo.pci.values() if d.kind in ACCELERATOR_KINDS),
                   key=lambda d: d.address)
     nic_functions = sorted(_nic_functions(topo), key=lambda d: d.address)

@@ -208,6 +208,8 @@ class Topology:
     gpu_info: Dict[str, GpuInfo] = field(default_factory=dict)
     # Loaded state of the kernel modules in RELEVANT_MODULES; None when the source cannot tell.
     kernel_modules: Optional[Dict[str, bool]] = None
+    # the kernel's PCIe bandwidth lines (sysfs/kernel_log.py): {"source", "entries"}; None for XML sources
+    kernel_pcie: Optional[Dict[str, object]] = None
     # What GPUDirect needs of the kernel and the driver (sources/sysfs/kernel.py): release, IOMMU options of the
     # command line, IOMMU groups present, the NVIDIA driver's version line.
     kernel: Optional[Dict[str, object]] = None

@@ -385,3 +385,67 @@ def pcie_path_hops(ctx):
 
 def _named(pci, address):
     return "%s %s" % (str((pci.get(address) or {}).get("kind") or "device").replace("_", " "), address)
+
+
+BOOT_MESSAGES_S = 120  # a kernel log whose oldest message is later than this after boot lost the probe lines
+
+
+@host_rule(
+    "PCIE-007", "The kernel reports a GPU's or NIC's PCIe bandwidth limited", "warn",
+    """When a driver probes a device (and the PCI core at boot) the kernel prints the bandwidth the device has and, if
+    a link on its way is slower than the device could use, which one: "31.504 Gb/s available PCIe bandwidth, limited
+    by 8.0 GT/s PCIe x4 link at 0000:5d:00.0 (capable of 63.008 Gb/s with 8.0 GT/s PCIe x8 link)". The finding
+    repeats the kernel's verdict for each GPU, accelerator, NIC and HCA and says beside it what the facts say of that
+    link now (below what both its ends allow, at what its slot allows, at its best, or not judged). Read live from
+    the ring buffer (/dev/kmsg, as root), in a capture from var/log/dmesg or var/log/kern.log below its root.""",
+    """Read the link named at both ends (`lspci -vv -s <port>` LnkCap and LnkSta); reseat the card, riser or switch
+    board, check the slot's width and the BIOS PCIe speed and bifurcation; where the slot is narrower by design, move
+    the card to one that is not.""")
+def pcie_kernel_verdict(ctx):
+    ctx.need("pci")
+    log = ctx.facts.get("kernel_pcie")
+    if not isinstance(log, dict):
+        raise NotApplicable("no kernel log in these facts (XML sources have none)")
+    if not log.get("source"):
+        raise NotApplicable("the kernel log could not be read (/dev/kmsg needs root on the live node; a capture "
+                            "needs var/log/dmesg or var/log/kern.log below its root)")
+    pci = ctx.pci()
+    limited = {}
+    for entry in log.get("entries") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("device"), str):
+            continue
+        if entry.get("limited") is True:
+            limited[entry["device"]] = entry
+        elif entry.get("limited") is False:
+            limited.pop(entry["device"], None)  # probed again later (the driver reloaded) at its full bandwidth
+    judged = [a for a in limited if (pci.get(a) or {}).get("kind") in ACCELERATOR_KINDS + NETWORK_KINDS]
+    oldest = log.get("oldest_s")
+    if not judged and (not isinstance(oldest, int) or oldest > BOOT_MESSAGES_S):
+        raise NotApplicable("the kernel log %s no longer holds the messages of the boot (its oldest is %s after "
+                            "boot), so no limited link it printed then can be seen" % (
+                                log["source"], "%d s" % oldest if isinstance(oldest, int) else "an unknown time"))
+    for address in sorted(judged):
+        entry = limited[address]
+        hops = path_hops(address, pci)
+        at = entry.get("limit_at")
+        hop = next((h for h in hops if h["slot"] == at or h["address"] == at), None) if at else None
+        said = "%s %s: the kernel says %s Gb/s available, limited by %s x%s at %s (capable of %s Gb/s with %s x%s)" % (
+            pci[address]["kind"].replace("_", " "), address, entry.get("available_gbps"),
+            "%s GT/s" % entry["limit_speed_gts"] if entry.get("limit_speed_gts") else "an unknown speed",
+            entry.get("limit_width"), at or "an unnamed port", entry.get("capable_gbps"),
+            "%s GT/s" % entry.get("capable_speed_gts"), entry.get("capable_width"))
+        verdict = hop["verdict"]["verdict"] if hop else "unknown"
+        now = hop["link"]["current"] if hop else {}
+        facts_say = {
+            "below": "the facts agree: %s %s runs at %s, below what both its ends allow (PCIE-005, PCIE-006)",
+            "capped": "the facts: %s %s runs at %s, what its slot allows (by design, not a fault of the link)",
+            "ok": "the facts: %s %s runs at %s, its best, now (trained higher since the kernel's line)",
+            "idle": "the facts: %s %s runs at %s, idle (a GPU lowers its generation when idle)",
+        }.get(verdict, "the facts cannot judge that link (%s %s: %s; current and maximum not both known)")
+        link_text = _gen_width_text(now.get("generation"), now.get("width")) if hop else "not in the facts"
+        message = "%s; %s" % (said, facts_say % (str(hop["kind"] if hop else "link").replace("_", " "),
+                                                 hop["address"] if hop else at, link_text))
+        ctx.finding(address, message, {
+            "kernel": dict(entry), "log": log["source"], "hop": hop["address"] if hop else None,
+            "facts_verdict": verdict, "facts_current": now or None},
+            severity="info" if verdict in ("ok", "idle") else None)

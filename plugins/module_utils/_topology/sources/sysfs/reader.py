@@ -19,13 +19,15 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sy
     file_type, MAX_WARNINGS, SysfsFiles,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.kernel import KernelMixin
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.kernel_log import KernelLogMixin
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.net import NetMixin
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.numa import NumaMixin
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.pci import PciMixin
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.rdma import RdmaMixin
 
 
-class SysfsReader(NumaMixin, PciMixin, NetMixin, RdmaMixin, KernelMixin, BondVlanMixin, CountersMixin, SysfsFiles):
+class SysfsReader(NumaMixin, PciMixin, NetMixin, RdmaMixin, KernelMixin, KernelLogMixin, BondVlanMixin, CountersMixin,
+                  SysfsFiles):
     """Reads one machine's topology below ``root`` ("/" for the live machine)."""
 
     def __init__(self, root="/"):
@@ -51,6 +53,7 @@ class SysfsReader(NumaMixin, PciMixin, NetMixin, RdmaMixin, KernelMixin, BondVla
             self.read_numa()
         if "pci" in parts:
             self.read_pci()
+            self.read_kernel_log()
         if "net" in parts or "bond" in parts or "vlan" in parts:
             self.read_netdevs()
         if "rdma" in parts:

@@ -160,3 +160,73 @@ def test_odd_hop_links_are_not_judged(healthy, link):
     report = audit(facts)
     assert report["outcomes"]["h"]["PCIE-006"]["status"] == "pass"
     assert hop_findings(report) == []
+
+
+# ---- PCIE-007: the kernel's own verdict, beside the facts' ---------------------------------------------------
+
+def with_log(roots, tmp_path, text, **lowered_files):
+    """The hand-written tree (with files of UPLINK rewritten BY HAND when given) and ``text`` as its saved kernel log
+    (var/log/dmesg)."""
+    root = str(tmp_path / "node")
+    shutil.copytree(roots["dgx8"], root, symlinks=True)
+    device = os.path.realpath(os.path.join(root, "sys", "bus", "pci", "devices", UPLINK))
+    for name, content in lowered_files.items():
+        with open(os.path.join(device, name), "w") as handle:
+            handle.write(content + "\n")
+    os.makedirs(os.path.join(root, "var", "log"))
+    with open(os.path.join(root, "var", "log", "dmesg"), "w") as handle:
+        handle.write(text)
+    return gather(root=root)
+
+
+# HAND-WRITTEN in the kernel's format (drivers/pci/pci.c): the GPU below UPLINK, limited by UPLINK's x8 link; the
+# kernel names the port at the link's upper end, UPLINK's slot
+LIMITED = ("[    0.812345] pci 0000:19:00.0: 252.064 Gb/s available PCIe bandwidth, limited by 32.0 GT/s PCIe x8 link at "
+           "%s (capable of 504.128 Gb/s with 32.0 GT/s PCIe x16 link)\n")
+
+
+def test_the_kernel_and_the_facts_agree_on_a_lowered_uplink(roots, tmp_path, healthy):
+    slot = next(d for d in healthy["pci"] if d["address"] == UPLINK)["parent"]
+    facts = with_log(roots, tmp_path, "[    0.000000] Linux version 6.8.0\n" + LIMITED % slot, current_link_width="8")
+    assert facts["kernel_pcie"]["source"].endswith("var/log/dmesg") and facts["kernel_pcie"]["oldest_s"] == 0
+    report = audit(facts)
+    [finding] = [f for f in report["findings"] if f["id"] == "PCIE-007"]
+    assert finding["subject"] == "0000:19:00.0" and finding["severity"] == "warn"
+    assert finding["evidence"]["hop"] == UPLINK and finding["evidence"]["facts_verdict"] == "below"
+    assert "limited by 32.0 GT/s x8 at %s" % slot in finding["message"]
+    assert "the facts agree: switch upstream %s runs at Gen5 x8" % UPLINK in finding["message"]
+
+
+def test_a_kernel_line_the_link_no_longer_shows_is_information(roots, tmp_path, healthy):
+    slot = next(d for d in healthy["pci"] if d["address"] == UPLINK)["parent"]
+    facts = with_log(roots, tmp_path, LIMITED % slot)  # the uplink is at x16 now
+    [finding] = [f for f in audit(facts)["findings"] if f["id"] == "PCIE-007"]
+    assert finding["severity"] == "info" and finding["evidence"]["facts_verdict"] == "ok"
+    assert "runs at Gen5 x16, its best, now" in finding["message"]
+
+
+def test_a_real_kernel_log_of_other_devices_passes(roots, tmp_path, realdata):
+    with open(realdata("kernel-pcie-bandwidth", "gpu-h100-gen4-switch-ml-engineering.txt")) as handle:
+        text = handle.read()
+    facts = with_log(roots, tmp_path, text)
+    assert len(facts["kernel_pcie"]["entries"]) == 2  # read, about devices this node does not have
+    assert audit(facts)["outcomes"]["h"]["PCIE-007"]["status"] == "pass"
+
+
+def test_a_log_without_the_boot_or_without_a_log_cannot_judge(roots, tmp_path, healthy):
+    late = with_log(roots, tmp_path, "[86400.123456] eth0: link up\n")
+    outcome = audit(late)["outcomes"]["h"]["PCIE-007"]
+    assert outcome["status"] == "not_applicable" and "no longer holds the messages of the boot" in outcome["reason"]
+    assert "(its oldest is 86400 s after boot)" in outcome["reason"]
+    outcome = audit(healthy)["outcomes"]["h"]["PCIE-007"]  # the hand-written tree has no saved kernel log
+    assert outcome["status"] == "not_applicable" and "could not be read" in outcome["reason"]
+
+
+def test_a_kernel_log_linking_out_of_the_capture_is_not_read(roots, tmp_path):
+    root = str(tmp_path / "node")
+    shutil.copytree(roots["dgx8"], root, symlinks=True)
+    os.makedirs(os.path.join(root, "var", "log"))
+    outside = tmp_path / "outside.log"
+    outside.write_text(LIMITED % "0000:00:00.0")
+    os.symlink(str(outside), os.path.join(root, "var", "log", "dmesg"))
+    assert gather(root=root)["kernel_pcie"] == {"source": None, "oldest_s": None, "entries": []}
