@@ -20,6 +20,9 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._lines import MAX_LINE
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_topology_log import (
+    empty as empty_topology, public as public_topology, read_line as read_topology_line,
+)
 
 MAX_ITEMS = 64          # entries kept per list (warnings, graphs, connections, ...) and keys per mapping
 MAX_RANKS = 512         # (process, device, communicator) entries kept per host: Megatron makes many communicators
@@ -102,20 +105,21 @@ def kind_of(text):
     return "other"
 
 
-def _section():
+def new_section():
     return {"version": None, "cuda": None, "cuda_driver": None, "network": None, "net_plugin": None,
             "net_kind": None, "net_devices": [], "net_lists": {}, "oob": None, "bootstrap": None, "env": {}, "gdr": [],
-            "dmabuf_gpus": [], "transports": {}, "connections": [], "p2p_off": [], "shm": [], "no_device": [], "ranks": [], "nranks": None, "nnodes": None,
+            "dmabuf_gpus": [], "transports": {}, "connections": [], "p2p_off": [], "shm": [], "no_device": [],
+            "topology": empty_topology(), "ranks": [], "nranks": None, "nnodes": None,
             "channels": None, "trees": None, "graphs": [], "init_complete": False, "warnings": [],
             "warn_count": 0, "errors": [], "error_count": 0, "evidence": {}}
 
 
-def _keep(items, entry, limit=MAX_ITEMS):
+def keep_item(items, entry, limit=MAX_ITEMS):
     if len(items) < limit and entry not in items:
         items.append(entry)
 
 
-def _count(mapping, key, by=1):
+def count_item(mapping, key, by=1):
     """Add to a bounded {key: count}: a key past MAX_ITEMS distinct ones is dropped."""
     if key in mapping or len(mapping) < MAX_ITEMS:
         mapping[key] = mapping.get(key, 0) + by
@@ -173,8 +177,11 @@ def _message(section, number, line, message, level, pid=None, dev=None):
     device of the line's prefix, which tell whose GPU a GDR or connection line is about."""
     if level == "WARN":
         section["warn_count"] += 1
-        _keep(section["warnings"], {"line": number, "kind": kind_of(message),
-                                    "text": message.strip()[:MAX_EVIDENCE]})
+        keep_item(section["warnings"], {"line": number, "kind": kind_of(message),
+                                        "text": message.strip()[:MAX_EVIDENCE]})
+        return
+    if message[:1] in "=C+ \tGN" and read_topology_line(section["topology"], message):
+        _note(section, "topology", number, line)
         return
     match = _VERSION.search(message)
     if match:
@@ -214,24 +221,24 @@ def _message(section, number, line, message, level, pid=None, dev=None):
     if match:
         enabled = match.group(3).lower() == "enabled"
         hca = match.group(5)
-        _keep(section["gdr"], {"enabled": enabled, "net": match.group(1), "via": match.group(2),
-                               "gpu": match.group(4).lower() if match.group(4) else None, "gpu_rank": None,
-                               "hca": int(hca, 16) if len(hca) <= 4 else None, "hca_name": match.group(6),
-                               "detail": match.group(7), "pid": pid, "dev": dev})
+        keep_item(section["gdr"], {"enabled": enabled, "net": match.group(1), "via": match.group(2),
+                                   "gpu": match.group(4).lower() if match.group(4) else None, "gpu_rank": None,
+                                   "hca": int(hca, 16) if len(hca) <= 4 else None, "hca_name": match.group(6),
+                                   "detail": match.group(7), "pid": pid, "dev": dev})
         _note(section, "gdr_enabled" if enabled else "gdr_disabled", number, line)
         return
     match = _GDR_NODES.search(message)
     if match:
         enabled = match.group(1).lower() == "enabled"
-        _keep(section["gdr"], {"enabled": enabled, "net": None, "via": None, "gpu": None,
-                               "gpu_rank": int(match.group(3)), "hca": int(match.group(4)), "hca_name": None,
-                               "detail": match.group(5), "pid": pid, "dev": dev})
+        keep_item(section["gdr"], {"enabled": enabled, "net": None, "via": None, "gpu": None,
+                                   "gpu_rank": int(match.group(3)), "hca": int(match.group(4)), "hca_name": None,
+                                   "detail": match.group(5), "pid": pid, "dev": dev})
         _note(section, "gdr_enabled" if enabled else "gdr_disabled", number, line)
         return
     if _GDR_OFF.search(message):
-        _keep(section["gdr"], {"enabled": False, "net": None, "via": None, "gpu": None, "gpu_rank": None,
-                               "hca": None, "hca_name": None, "detail": message.strip()[:MAX_EVIDENCE], "pid": pid,
-                               "dev": dev})
+        keep_item(section["gdr"], {"enabled": False, "net": None, "via": None, "gpu": None, "gpu_rank": None,
+                                   "hca": None, "hca_name": None, "detail": message.strip()[:MAX_EVIDENCE], "pid": pid,
+                                   "dev": dev})
         _note(section, "gdr_disabled", number, line)
         return
     match = _NET_USING.match(message)
@@ -250,7 +257,7 @@ def _message(section, number, line, message, level, pid=None, dev=None):
         return
     match = _NO_DEVICE.match(message)
     if match:
-        _keep(section["no_device"], match.group(1).strip())
+        keep_item(section["no_device"], match.group(1).strip())
         _note(section, "no_device " + match.group(1).strip(), number, line)
         return
     match = _P2P_OFF.search(message)
@@ -261,12 +268,12 @@ def _message(section, number, line, message, level, pid=None, dev=None):
         else:
             entry = {"devs": [int(match.group(6)), int(match.group(7))], "gpus": [None, None],
                      "why": "disabled", "nvlink": bool(match.group(5))}
-        _keep(section["p2p_off"], entry)
+        keep_item(section["p2p_off"], entry)
         _note(section, "p2p_off", number, line)
         return
     match = _DMABUF.search(message)
     if match:
-        _keep(section["dmabuf_gpus"], int(match.group(1)))
+        keep_item(section["dmabuf_gpus"], int(match.group(1)))
         return
     match = _ENV.match(message)
     if match:
@@ -277,18 +284,18 @@ def _message(section, number, line, message, level, pid=None, dev=None):
     if match:
         via = match.group(7)
         name = transport_name(via)
-        _count(section["transports"], name)
+        count_item(section["transports"], name)
         _note(section, "transport " + name, number, line)
         if name.startswith("SHM") or name == "direct shared memory":
             # two GPUs of this node through host memory: who they are, for the P2P rule (NCCLRUN-009)
-            _keep(section["shm"], {"rank": int(match.group(2)), "gpu": (match.group(3) or "").lower() or None,
-                                   "peer": int(match.group(4)), "peer_gpu": (match.group(5) or "").lower() or None,
-                                   "transport": name, "pid": pid, "dev": dev})
+            keep_item(section["shm"], {"rank": int(match.group(2)), "gpu": (match.group(3) or "").lower() or None,
+                                       "peer": int(match.group(4)), "peer_gpu": (match.group(5) or "").lower() or None,
+                                       "transport": name, "pid": pid, "dev": dev})
         if name.startswith("NET/"):
             nic, pxn = _net_index(via)
             # "a[x] -> b[y] [send]": this node's GPU is a's; "[receive]": b's (the line is printed by the receiver)
             mine, theirs = (4, 2) if match.group(6) == "receive" else (2, 4)
-            _keep(section["connections"], {
+            keep_item(section["connections"], {
                 "rank": int(match.group(mine)), "gpu": (match.group(mine + 1) or "").lower() or None,
                 "peer": int(match.group(theirs)), "direction": match.group(6), "nic": nic, "pxn": pxn,
                 "transport": name, "pid": pid, "dev": dev})
@@ -307,10 +314,10 @@ def _message(section, number, line, message, level, pid=None, dev=None):
         return
     match = _PATTERN.match(message)
     if match:
-        _keep(section["graphs"], {"pattern": int(match.group(1)), "cross_nic": match.group(2) == "1",
-                                  "channels": int(match.group(3)), "bw_intra": float(match.group(4)),
-                                  "bw_inter": float(match.group(5)), "type_intra": match.group(6),
-                                  "type_inter": match.group(7)})
+        keep_item(section["graphs"], {"pattern": int(match.group(1)), "cross_nic": match.group(2) == "1",
+                                      "channels": int(match.group(3)), "bw_intra": float(match.group(4)),
+                                      "bw_inter": float(match.group(5)), "type_intra": match.group(6),
+                                      "type_inter": match.group(7)})
         return
     if "Init COMPLETE" in message:
         section["init_complete"] = True
@@ -318,9 +325,9 @@ def _message(section, number, line, message, level, pid=None, dev=None):
     if match and ("comm 0x" in message or "Init" in message):
         section["nranks"] = max(section["nranks"] or 0, int(match.group(2)))
         cuda, nvml, bus = _CUDA_DEV.search(message), _NVML_DEV.search(message), _BUS_ID.search(message)
-        _keep(section["ranks"], {"rank": int(match.group(1)), "cuda_dev": int(cuda.group(1)) if cuda else dev,
-                                 "nvml_dev": int(nvml.group(1)) if nvml else None,
-                                 "bus_id": bus.group(1).lower() if bus else None, "pid": pid, "dev": dev}, MAX_RANKS)
+        keep_item(section["ranks"], {"rank": int(match.group(1)), "cuda_dev": int(cuda.group(1)) if cuda else dev,
+                                     "nvml_dev": int(nvml.group(1)) if nvml else None,
+                                     "bus_id": bus.group(1).lower() if bus else None, "pid": pid, "dev": dev}, MAX_RANKS)
     match = _NNODES.search(message)
     if match:
         section["nnodes"] = max(section["nnodes"] or 0, int(match.group(1)))
@@ -328,7 +335,7 @@ def _message(section, number, line, message, level, pid=None, dev=None):
 
 def _error(section, number, line):
     section["error_count"] += 1
-    _keep(section["errors"], {"line": number, "kind": kind_of(line), "text": line.strip()[:MAX_EVIDENCE]})
+    keep_item(section["errors"], {"line": number, "kind": kind_of(line), "text": line.strip()[:MAX_EVIDENCE]})
 
 
 def parse_nccl_log(lines):
@@ -384,7 +391,7 @@ def parse_nccl_log(lines):
                 if len(dropped) > 100000:
                     dropped = set(list(dropped)[:100000])
                 continue
-            sections[host] = _section()
+            sections[host] = new_section()
         section = sections[host]
         if _ERROR.search(line):
             nccl += 1
@@ -404,21 +411,19 @@ def parse_nccl_log(lines):
         nccl += 1
         _message(section, number, line, message, level, pid, dev)
     for section in sections.values():
-        _choose_net(section)
+        choose_net(section)
+        section["topology"] = public_topology(section["topology"])
     hosts = sorted(h for h in sections if h)
     return {"lines": total, "nccl_lines": nccl, "hosts": hosts, "hosts_dropped": len(dropped),
             "sections": dict((h, s) for h, s in sections.items() if h or _used(s))}
 
 
 def _used(section):
-    empty = _section()
-    return any(section[k] != empty[k] for k in empty)
+    empty = new_section()
+    return any(section[k] != empty[k] for k in empty if k != "topology") or bool(section["topology"].get("seen"))
 
 
-_SCALAR_TYPES = {"cuda_driver": int, "oob": dict, "bootstrap": dict}
-
-
-def _choose_net(section):
+def choose_net(section):
     """The device list of the network NCCL used: the kind "Using network X" or the connections' NET/<kind> name,
     else the first listed."""
     lists = section["net_lists"]
@@ -431,68 +436,3 @@ def _choose_net(section):
             if name == kind or name.startswith(kind) or kind.startswith(name):
                 section["net_kind"], section["net_devices"] = kind, lists[kind]
                 return
-
-
-_ITEM_TYPES = {"dmabuf_gpus": int, "no_device": str}  # the lists whose items are not objects
-
-
-def merge_sections(sections):
-    """One view of several sections (a host's own and the unprefixed lines): the first value of each scalar, lists
-    and counts combined. A value of the wrong type (a hand-written result) is left out, never raised on."""
-    view = _section()
-    for section in sections:
-        if not isinstance(section, dict):
-            continue
-        for key, value in section.items():
-            if key not in view or value is None:
-                continue
-            default = view[key]
-            if isinstance(default, list):
-                for item in value if isinstance(value, list) else ():
-                    if isinstance(item, _ITEM_TYPES.get(key, dict)):
-                        _keep(view[key], item, MAX_RANKS if key == "ranks" else MAX_ITEMS)
-            elif isinstance(default, dict):
-                for k, v in value.items() if isinstance(value, dict) else ():
-                    if key == "transports":
-                        if isinstance(v, int):
-                            _count(view[key], k, v)
-                    elif k not in view[key] and len(view[key]) < 2 * MAX_ITEMS:
-                        view[key][k] = v
-            elif isinstance(default, bool):
-                view[key] = default or value is True
-            elif key in ("warn_count", "error_count"):
-                view[key] += value if isinstance(value, int) else 0
-            elif key in ("nranks", "nnodes", "channels", "trees"):
-                if isinstance(value, int):
-                    view[key] = max(view[key] or 0, value)
-            elif default is None and isinstance(value, _SCALAR_TYPES.get(key, str)):
-                view[key] = value
-    view["net_devices"] = [d for d in view["net_devices"] if isinstance(d, dict) and "name" in d and "index" in d]
-    _choose_net(view)
-    return view
-
-
-def host_view(parsed, names, adopt=True):
-    """The part of a parsed log that is about one host: the sections of the prefix host names in ``names`` (compared
-    case-insensitively, also by short name), with the unprefixed lines. With ``adopt``, a log of one host that is not
-    named is taken for this host (a container's hostname rarely is the inventory's); the view says so
-    (``assumed_host``). Returns (view, None), or (None, why) when the log is about other hosts only."""
-    wanted = set()
-    for name in names:
-        if name:
-            name = str(name).lower()
-            wanted.update([name, name.split(".", 1)[0]])
-    sections = parsed.get("sections") if isinstance(parsed, dict) else None
-    sections = sections if isinstance(sections, dict) else {}
-    hosts = [h for h in parsed.get("hosts") or [] if isinstance(h, str) and h in sections] \
-        if isinstance(parsed, dict) else []
-    chosen = [h for h in hosts if h.lower() in wanted or h.lower().split(".", 1)[0] in wanted]
-    assumed = False
-    if not chosen and len(hosts) == 1 and adopt:
-        chosen, assumed = hosts, True
-    if hosts and not chosen:
-        return None, "the log's NCCL lines come from %s, not from this host" % ", ".join(hosts[:5])
-    view = merge_sections([sections[h] for h in chosen] + ([sections[""]] if "" in sections else []))
-    view["hosts"] = chosen
-    view["assumed_host"] = assumed
-    return view, None

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import host_view
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log_view import host_view
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, observed
 PROBE_SOURCE = "nccl-tests probe"
 
@@ -50,7 +50,7 @@ def log_evidence(source, view, *keys):
 
 def nccl_logs(host, expect):
     """[(source, view, why)] of every NCCL log about this host: the files of fabric_nccl_logs and the nccl-tests
-    probe's output. ``view`` is the host's part of the log (``nccl_log.host_view``), None with ``why`` when the
+    probe's output. ``view`` is the host's part of the log (``nccl_log_view.host_view``), None with ``why`` when the
     file could not be read, holds no NCCL line, or is about other hosts."""
     found = []
     for entry in observed(expect, "nccl_logs") or []:
@@ -86,6 +86,28 @@ def nccl_dumps(expect):
     nccl = probes.get("nccl") if isinstance(probes, dict) else None
     if isinstance(nccl, dict) and isinstance(nccl.get("nccl_topology"), dict):
         found.append((PROBE_SOURCE + " (NCCL_TOPO_DUMP_FILE)", nccl["nccl_topology"], None))
+    return found
+
+
+def log_topologies(ctx):
+    """[(source, dump-like facts, None)] of the topologies NCCL printed in this host's logs (NCCL_DEBUG_SUBSYS with
+    GRAPH), in the shape of a topology dump's facts (gpus with their NUMA node, paths.gpu_nic), so NCCLRUN-006 holds
+    them to the facts the one way it holds dumps."""
+    found = []
+    for source, view in [(s, v) for s, v, _why in host_logs(ctx) if v is not None]:
+        topology = view.get("topology") or {}
+        if not topology.get("seen") or not topology.get("gpus"):
+            continue
+        cpus = topology.get("cpus") or {}
+        gpus = [{"address": pci_of_bus_id(bus), "numa_node": cpus.get(cpu)} for bus, cpu in
+                sorted(topology["gpus"].items()) if pci_of_bus_id(bus)]
+        nets = topology.get("nets") or {}
+        paths = []
+        for key, kind in sorted((topology.get("paths") or {}).items()):
+            head, _sep, tail = key.partition("->")
+            if head.startswith("GPU/") and tail.startswith("NET/") and tail[4:] in nets:
+                paths.append({"gpu": pci_of_bus_id(head[4:]), "nic": pci_of_bus_id(nets[tail[4:]]), "type": kind})
+        found.append(("%s (NCCL's topology in the log)" % source, {"gpus": gpus, "paths": {"gpu_nic": paths}}, None))
     return found
 
 

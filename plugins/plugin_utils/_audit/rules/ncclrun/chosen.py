@@ -22,7 +22,8 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
     NotApplicable, host_rule, inventory_rule,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.nccl_views import (
-    gpu_of, host_logs, log_evidence, log_views, nccl_dumps, nccl_logs, nic_address, path_type, socket_traffic,
+    gpu_of, host_logs, log_evidence, log_topologies, log_views, nccl_dumps, nccl_logs, nic_address, path_type,
+    socket_traffic,
 )
 
 # NCCL_* settings that differ between hosts by design: names of a host's own interfaces and files, diagnostics
@@ -253,7 +254,8 @@ def nccl_errors(ctx):
 
 @host_rule(
     "NCCLRUN-006", "NCCL's view of the PCI tree differs from the facts", "warn",
-    """NCCL builds rings and picks NICs from its own reading of the PCI tree, which its topology dump shows. In VMs
+    """NCCL builds rings and picks NICs from its own reading of the PCI tree, which its topology dump shows (and its
+    INFO log, with NCCL_DEBUG_SUBSYS=GRAPH: "=== System", "CPU/FFFFFFFFFFFFFFFF", path lines). In VMs
     and with some BIOS settings it sees a flattened tree (no switches, NUMA -1): a GPU and NIC below one switch
     (PIX/PXB in the facts) look to NCCL as if joined through the CPU (PHB/SYS), so it disables GPUDirect RDMA and
     builds rings across the socket.""",
@@ -261,10 +263,10 @@ def nccl_errors(ctx):
     facts and points NCCL_TOPO_FILE at it.""")
 def nccl_topology_view(ctx):
     ctx.need("gpus")
-    dumps = nccl_dumps(ctx.observed)
+    dumps = nccl_dumps(ctx.observed) + log_topologies(ctx)
     if not dumps:
         raise NotApplicable("no NCCL topology dump of this host (NCCL_TOPO_DUMP_FILE in fabric_nccl_logs, or the "
-                            "nccl-tests probe)")
+                            "nccl-tests probe), and no log that prints NCCL's topology (NCCL_DEBUG_SUBSYS with GRAPH)")
     for source, dump, error in dumps:
         if error or not isinstance(dump, dict):
             ctx.finding(source, "NCCL topology dump %s could not be read: %s" % (source, error), {"dump": source},

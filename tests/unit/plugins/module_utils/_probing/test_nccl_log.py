@@ -15,9 +15,8 @@ import pytest
 from conftest import REPO
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing import nccl_log
 from ansible_collections.gpuops.fabric.plugins.module_utils._lines import read_lines
-from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import (
-    host_view, merge_sections, parse_nccl_log, transport_name,
-)
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import parse_nccl_log, transport_name
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log_view import host_view, merge_sections
 
 LOGS = os.path.join(REPO, "tests", "fixtures", "realdata", "nccl-logs")
 CASES = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(LOGS, "*", "nccl.log")))
@@ -222,3 +221,49 @@ def test_a_line_without_an_end_is_clipped_and_the_read_bounded():
     assert lines == ["y" * nccl_log.MAX_LINE] and tally == [3 << 20]
     handle = io.StringIO("z" * 3000000)
     assert [len(line) for line in read_lines(handle)] == [nccl_log.MAX_LINE]
+
+
+def _printed(ident):
+    """An id as expected.json writes it ("0-68000", "NET/0-c", "5E000") as the parser keys it ("68000", "c")."""
+    ident = ident.split("/", 1)[-1]
+    return (ident.split("-", 1)[1] if "-" in ident else ident).lower()
+
+
+@pytest.mark.parametrize("name", [n for n in CASES if expected(n).get("topology_in_log") is not None])
+def test_nccls_topology_printed_in_the_log(name):
+    want = expected(name)
+    topology = merge_sections(parsed_case(name)["sections"].values())["topology"]
+    assert topology["seen"] is want["topology_in_log"]
+    if not want["topology_in_log"]:
+        return
+    printed = want["log_topology"]
+    assert sorted(topology["gpus"]) == sorted(_printed(g) for g in printed["gpus"])
+    assert sorted(topology["cpus"]) == sorted(_printed(c).upper() for c in printed["cpus"])
+    # the NICs: by their NET index where the log prints NET nodes, else by their busId
+    nics = set(topology["nets"]) | (set(topology["nics"]) if not topology["nets"] else set())
+    assert nics == set(_printed(n) for n in printed["nics"])
+    assert dict((k, v) for k, v in topology["paths"].items() if k.startswith("GPU/")) == dict(
+        ("GPU/%s->%s/%s" % (_printed(k.split("->")[0]), k.split("->")[1].split("/")[0], _printed(k.split("->")[1])),
+         v) for k, v in printed["paths"].items())
+
+
+def test_topology_lines_place_gpus_and_nics_under_their_cpu():
+    lines = ["h:1:2 [0] NCCL INFO === System : maxBw 24.0 totalBw 24.0 ===",
+             "h:1:2 [0] NCCL INFO CPU/0 (1/1/2)",
+             "h:1:2 [0] NCCL INFO + PCI[24.0] - PCI/12000 (1000c01010000000)",
+             "h:1:2 [0] NCCL INFO               + PCI[24.0] - GPU/15000 (0)",
+             "h:1:2 [0] NCCL INFO                             + NVL[40.0] - GPU/19000",  # a peer, not a child
+             "h:1:2 [0] NCCL INFO               + PCI[24.0] - NIC/16000",
+             "h:1:2 [0] NCCL INFO                             + NET[50.0] - NET/0 (b8e2/1/50.0)",
+             "h:1:2 [0] NCCL INFO CPU/FFFFFFFFFFFFFFFF (1/1/2)",
+             "h:1:2 [0] NCCL INFO + PCI[24.0] - GPU/95000 (1)",
+             "h:1:2 [0] NCCL INFO ==========================================",
+             "h:1:2 [0] NCCL INFO GPU/15000 :GPU/15000 (0/5000.0/LOC) NET/0 (2/24.0/PXB) GPU/95000 (3/24.0/SYS)",
+             "h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>"]  # HAND-WRITTEN
+    view = merge_sections(parse_nccl_log(lines)["sections"].values())
+    topology = view["topology"]
+    assert topology["cpus"] == {"0": 0, "FFFFFFFFFFFFFFFF": None}
+    assert topology["gpus"] == {"15000": "0", "95000": "FFFFFFFFFFFFFFFF"}
+    assert topology["nics"] == {"16000": "0"} and topology["nets"] == {"0": "16000"}
+    assert topology["paths"] == {"GPU/15000->NET/0": "PXB", "GPU/15000->GPU/95000": "SYS"}
+    assert [d["name"] for d in view["net_devices"]] == ["mlx5_0"]  # the NET/IB line is not a path line

@@ -213,3 +213,38 @@ def test_ib_hca_filter():
 def test_without_ib_hca_nothing_is_judged(healthy):
     _found, outcomes = audit("instance-8g-96c-2", healthy, [real("b-socket-fallback-gcp-a2-vm-2.19.3")])
     assert outcomes["NCCLRUN-011"]["status"] == "not_applicable"
+
+
+# ---- NCCLRUN-006 from the topology NCCL prints in its log ----------------------------------------------------
+
+# HAND-WRITTEN in NCCL 2.19's GRAPH format: NCCL inside a VM that flattened the hand-written node's tree: no switch, the
+# GPU beside mlx5_0 (PIX in the facts) seen through the CPU (PHB), and NUMA unknown
+FLAT = """\
+gpu-a:100:200 [0] NCCL INFO === System : maxBw 24.0 totalBw 24.0 ===
+gpu-a:100:200 [0] NCCL INFO CPU/FFFFFFFFFFFFFFFF (1/1/2)
+gpu-a:100:200 [0] NCCL INFO + PCI[24.0] - GPU/15000 (0)
+gpu-a:100:200 [0] NCCL INFO + PCI[24.0] - NIC/16000
+gpu-a:100:200 [0] NCCL INFO               + NET[50.0] - NET/0 (b8e2ce0003f6ceb8/1/50.000000)
+gpu-a:100:200 [0] NCCL INFO ==========================================
+gpu-a:100:200 [0] NCCL INFO GPU/15000 :GPU/15000 (0/5000.000000/LOC) CPU/FFFFFFFFFFFFFFFF (1/24.000000/PHB) NET/0 (2/24.000000/PHB)
+"""
+
+
+def test_nccls_flattened_view_printed_in_the_log_is_held_to_the_facts(healthy, tmp_path):
+    found, _outcomes = audit("gpu-a", healthy, [written(tmp_path, FLAT)])
+    by_subject = dict((f["subject"], f) for f in found["NCCLRUN-006"])
+    assert sorted(by_subject) == ["0000:15:00.0->0000:16:00.0", "numa"]
+    pair = by_subject["0000:15:00.0->0000:16:00.0"]
+    assert (pair["evidence"]["nccl_path"], pair["evidence"]["facts_path"]) == ("PHB", "PIX")
+    assert pair["evidence"]["dump"].endswith("(NCCL's topology in the log)")
+    assert by_subject["numa"]["evidence"]["gpus"] == ["0000:15:00.0"]
+    # the same tree as the facts have it: nothing to say
+    healthy_log = FLAT.replace("FFFFFFFFFFFFFFFF", "0").replace("NET/0 (2/24.000000/PHB)", "NET/0 (2/24.000000/PIX)")
+    found, outcomes = audit("gpu-a", healthy, [written(tmp_path, healthy_log)])
+    assert "NCCLRUN-006" not in found and outcomes["NCCLRUN-006"]["status"] == "pass"
+
+
+def test_a_real_printed_topology_of_another_machine_is_named(healthy):
+    found, _outcomes = audit("n013", healthy, [real("c-topo-2socket-a100-pcie-phb-sys-2.16.5-nccltests350")])
+    [finding] = found["NCCLRUN-006"]
+    assert "0000:81:00.0" in finding["message"] and "another machine" in finding["message"]
