@@ -18,12 +18,21 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
 PROBE_SOURCE = "nccl-tests probe"
 
 
-def socket_traffic(view):
-    """Whether NCCL moved data over TCP sockets between nodes: connections via NET/Socket, or the Socket network in
-    a run of several nodes (a one-node run opens its network and sends nothing through it)."""
+def socket_traffic(view, gpus=None):
+    """Whether NCCL moved data over TCP sockets between nodes: True for connections via NET/Socket, or the Socket
+    network in a run of several nodes (nNodes above 1, or more ranks than the node has GPUs, ``gpus``); False where
+    it did not (another network, or a run the log shows on one node: a one-node run opens its network and sends
+    nothing through it); None where NCCL chose sockets and the log cannot tell whether the run spans nodes (it stops
+    after init, before any connection or communicator line)."""
     if any(t.startswith("NET/Socket") for t in view["transports"]):
         return True
-    return view["network"] == "Socket" and (view["nnodes"] or 0) > 1
+    if view["network"] != "Socket" and not (view["network"] is None and list(view["net_lists"]) == ["Socket"]):
+        return False  # NCCL 2.4-2.5 print no "Using network": their socket list alone is the choice
+    if (view["nnodes"] or 0) > 1 or (gpus and (view["nranks"] or 0) > gpus):
+        return True
+    if view["nranks"] or view["nnodes"] or any(t.startswith("NET/") for t in view["transports"]):
+        return False
+    return None
 
 
 def host_logs(ctx):

@@ -52,17 +52,24 @@ def nccl_socket_fallback(ctx):
     wanted = mode == "rdma" or ctx.expect.get("rdma")
     if not active and not wanted:
         raise NotApplicable("no active RDMA port and RDMA not intended: sockets are NCCL's only network here")
+    gpus = len(ctx.facts.get("gpus") or [])
     for source, view in views:
-        if not socket_traffic(view):
+        traffic = socket_traffic(view, gpus)
+        if traffic is False:
             continue
         why = "fabric_nccl_mode is rdma" if mode == "rdma" else (
             "RDMA is expected (fabric_expectations.rdma)" if wanted else "the node has active RDMA ports (%s)"
             % ", ".join(active[:4]))
-        ctx.finding(source, "NCCL used TCP sockets (%s) although %s" % (
-            ", ".join(d["name"] for d in view["net_devices"]) or "network Socket", why),
-            dict(log_evidence(source, view, "network", "net_devices", "transport NET/Socket"),
-                 active_rdma_ports=active, env=dict((k, v) for k, v in view["env"].items()
-                                                    if k.startswith(("NCCL_IB", "NCCL_NET")))))
+        said = "NCCL used TCP sockets (%s) although %s" % (
+            ", ".join(d["name"] for d in view["net_devices"]) or "network Socket", why)
+        if traffic is None:  # the log stops after init: what it chose, not what it sent
+            said = ("NCCL chose TCP sockets as its network (%s) although %s; the log stops before any connection "
+                    "or communicator line, so whether the run spans nodes is not known: across nodes it would use "
+                    "them" % (", ".join(d["name"] for d in view["net_devices"]) or "network Socket", why))
+        env = dict((k, v) for k, v in view["env"].items() if k.startswith(("NCCL_IB", "NCCL_NET")))
+        ctx.finding(source, said, dict(
+            log_evidence(source, view, "network", "net_devices", "transport NET/Socket", "no_device IB"),
+            active_rdma_ports=active, env=env, init_only=traffic is None), severity="warn" if traffic is None else None)
 
 
 @host_rule(
@@ -156,9 +163,10 @@ def _network_of(device, networks, facts):
 @host_rule(
     "NCCLRUN-004", "GPUDirect RDMA disabled although the hardware path allows it", "fail",
     """NCCL printed \"GPU Direct RDMA Disabled\" for an HCA that sits below the same PCIe switch as a GPU (PIX or
-    PXB in the facts), or its connections through that HCA are not GDRDMA: every transfer is staged through host
-    memory, which on such a node costs about half the network bandwidth. The facts say why where they can:
-    nvidia_peermem not loaded (and no DMA-BUF), ACS redirecting peer-to-peer on the path.""",
+    PXB in the facts), or the data it received through that HCA, over any transport (IB, IBext, a net plugin such as
+    AWS Libfabric), was not GDRDMA: every transfer is staged through host memory, which on such a node costs about
+    half the network bandwidth. The facts say why where they can: nvidia_peermem not loaded (and no DMA-BUF), ACS
+    redirecting peer-to-peer on the path.""",
     """Load nvidia_peermem (or use DMA-BUF: kernel 5.12+, the open GPU kernel module, NCCL_DMABUF_ENABLE=1), disable
     ACS redirect on the switch ports (GDR-002); NCCL_NET_GDR_LEVEL overrides NCCL's distance limit.""")
 def nccl_gdr_disabled(ctx):
@@ -194,13 +202,31 @@ def nccl_gdr_disabled(ctx):
             if near:  # else NCCL is right: through the CPU, staging costs nothing more
                 held = disabled.setdefault(name, (set(), entry))
                 held[0].update(near)
+        # any transport (IB, IBext, a net plugin such as AWS Libfabric): data received through an HCA without GDRDMA
+        # went through host memory. Receives only: before Hopper NCCL reads the send side from host memory by design
+        # (NCCL_NET_GDR_READ), so a send without GDRDMA says nothing.
+        for conn in view["connections"]:
+            name = names.get(conn.get("nic"))
+            transport = conn.get("transport") or ""
+            if conn.get("direction") != "receive" or transport.startswith("NET/Socket") or not name or conn.get("pxn"):
+                continue
+            nic = nic_address(ctx.facts, name)
+            gpu = gpu_of(view, conn)
+            if not nic or not gpu:
+                continue
+            judged += 1
+            if "/GDRDMA" in transport or name in working or not is_near(path_type(ctx.facts, gpu, nic)):
+                continue
+            held = disabled.setdefault(name, (set(), {"detail": "connections via %s, not GDRDMA" % transport}))
+            held[0].add(gpu)
+        staged = ["transport " + t for t in sorted(view["transports"]) if t.startswith("NET/") and "/GDRDMA" not in t]
         for name in sorted(disabled):
             near, entry = sorted(disabled[name][0]), disabled[name][1]
             reasons = _gdr_reasons(ctx, near, nic_address(ctx.facts, name))
             ctx.finding(name, "NCCL disabled GPUDirect RDMA for %s, which shares a PCIe switch with GPU %s%s" % (
                 name, ", ".join(near), "; the facts say: " + "; ".join(reasons) if reasons else
                 "; the facts show no reason (IOMMU or driver: see the log)"),
-                dict(log_evidence(source, view, "gdr_disabled", "net_devices"), hca=name, gpus=near,
+                dict(log_evidence(source, view, "gdr_disabled", "net_devices", *staged), hca=name, gpus=near,
                      detail=entry.get("detail"), reasons=reasons))
     if not judged:
         raise NotApplicable("the logs say nothing of GPUDirect RDMA for an HCA the facts know (no RDMA network, or "

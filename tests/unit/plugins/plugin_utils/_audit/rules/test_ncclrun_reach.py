@@ -248,3 +248,69 @@ def test_a_real_printed_topology_of_another_machine_is_named(healthy):
     found, _outcomes = audit("n013", healthy, [real("c-topo-2socket-a100-pcie-phb-sys-2.16.5-nccltests350")])
     [finding] = found["NCCLRUN-006"]
     assert "0000:81:00.0" in finding["message"] and "another machine" in finding["message"]
+
+
+# ---- NCCLRUN-004 from the connections of any transport -----------------------------------------------------
+
+# HAND-WRITTEN in the format of NCCL 2.19 with HPC-X's IBext plugin: no "GPU Direct RDMA" line at all, and the data
+# GPU 0000:15:00.0 receives through mlx5_0 (beside it, PIX) is not GDRDMA; sends are not judged (NCCL_NET_GDR_READ)
+PLUGIN_NO_GDR = """\
+gpu-a:100:200 [0] NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin (v8)
+gpu-a:100:200 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB bond0.100:198.18.100.11<0>
+gpu-a:100:200 [0] NCCL INFO Using network IBext_v8
+gpu-a:100:200 [0] NCCL INFO comm 0x1 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 15000 commId 0x9 - Init START
+gpu-a:100:200 [0] NCCL INFO Channel 00/0 : 8[15000] -> 0[15000] [receive] via NET/IBext_v8/0
+gpu-a:100:200 [0] NCCL INFO Channel 00/0 : 0[15000] -> 8[15000] [send] via NET/IBext_v8/0
+"""
+
+
+def test_a_plugin_receiving_without_gdrdma_beside_the_gpu(healthy, tmp_path):
+    found, _outcomes = audit("gpu-a", healthy, [written(tmp_path, PLUGIN_NO_GDR)])
+    [finding] = found["NCCLRUN-004"]
+    assert finding["subject"] == "mlx5_0" and finding["evidence"]["gpus"] == ["0000:15:00.0"]
+    assert finding["evidence"]["detail"] == "connections via NET/IBext_v8, not GDRDMA"
+    assert "the facts show no reason" in finding["message"]  # peer memory loaded, no ACS, IOMMU in passthrough
+    assert "via NET/IBext_v8/0" in finding["evidence"]["transport NET/IBext_v8"]
+    # with GDRDMA on the receive side the same plugin is healthy; a send without it is NCCL's default
+    fine = PLUGIN_NO_GDR.replace("[receive] via NET/IBext_v8/0", "[receive] via NET/IBext_v8/0/GDRDMA")
+    found, outcomes = audit("gpu-a", healthy, [written(tmp_path, fine)])
+    assert "NCCLRUN-004" not in found and outcomes["NCCLRUN-004"]["status"] == "pass"
+
+
+def test_real_plugin_logs_with_gdrdma_pass(healthy):
+    found, _outcomes = audit("qh100-gpu20", healthy, [real("a-ib-gdrdma-h100-ibext-2node-nccl1357")])
+    assert "NCCLRUN-004" not in found
+
+
+# ---- NCCLRUN-001 on logs that stop after init ----------------------------------------------------------------
+
+# HAND-WRITTEN in NCCL 2.18's format: IB not found, sockets chosen, and the log ends there (the job hung at init)
+INIT_ONLY = """\
+gpu-a:100:200 [0] NCCL INFO NCCL version 2.18.3+cuda12.2
+gpu-a:100:200 [0] NCCL INFO NET/IB : No device found.
+gpu-a:100:200 [0] NCCL INFO NET/Socket : Using [0]bond0.100:198.18.100.11<0>
+gpu-a:100:200 [0] NCCL INFO Using network Socket
+"""
+
+
+def test_a_log_that_stops_after_choosing_sockets_is_judged_from_what_it_says(healthy, tmp_path):
+    found, _outcomes = audit("gpu-a", healthy, [written(tmp_path, INIT_ONLY)])
+    [finding] = found["NCCLRUN-001"]
+    assert finding["severity"] == "warn" and finding["evidence"]["init_only"] is True
+    assert "whether the run spans nodes is not known" in finding["message"]
+    assert "No device found" in finding["evidence"]["no_device IB"]
+    # a communicator of 16 ranks on an 8-GPU node spans nodes, connections or not
+    spans = INIT_ONLY + "gpu-a:100:200 [0] NCCL INFO comm 0x1 rank 0 nranks 16 cudaDev 0 busId 15000 - Init START\n"
+    [finding] = audit("gpu-a", healthy, [written(tmp_path, spans)])[0]["NCCLRUN-001"]
+    assert finding["severity"] == "fail" and finding["evidence"]["init_only"] is False
+    # 4 ranks on the 8-GPU node: one node, nothing crossed a network
+    one_node = spans.replace("nranks 16", "nranks 4")
+    found, outcomes = audit("gpu-a", healthy, [written(tmp_path, one_node)])
+    assert "NCCLRUN-001" not in found and outcomes["NCCLRUN-001"]["status"] == "pass"
+
+
+def test_nccl_2_5_chooses_sockets_without_saying_using_network(healthy):
+    """NCCL 2.5.7 prints no "Using network" line: its socket device list is the choice (real log, one desktop)."""
+    found, _outcomes = audit("wangying-system", healthy, [real("c-topo-numa-unknown-cpu-ffff-2.5.7-nccl340")])
+    [finding] = found["NCCLRUN-001"]
+    assert finding["severity"] == "warn" and "eno1" in finding["message"]
