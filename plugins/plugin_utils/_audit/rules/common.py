@@ -10,6 +10,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
+import ipaddress
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import path_rank
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import ports_under
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable
@@ -86,3 +89,47 @@ def duration(seconds):
     if seconds < 3600:
         return "%d min" % round(seconds / 60.0)
     return "%.1f h" % (seconds / 3600.0)
+
+
+def interface_addresses(facts):
+    """[(interface, ip_interface)] of global addresses in the facts (not loopback, not link-local)."""
+    found = []
+    for nic in facts.get("nics") or []:
+        for text in (nic.get("ipv4") or []) + (nic.get("ipv6") or []):
+            try:
+                address = ipaddress.ip_interface(text)
+            except ValueError:
+                continue
+            if not (address.ip.is_loopback or address.ip.is_link_local):
+                found.append((nic["name"], address))
+    return found
+
+
+def management_functions(ctx):
+    """{PCI address of a NIC function: the management network it carries}: the device a management network of
+    fabric_networks is attached to (fabric_attachments) and every interface with an address in one's subnets, down to
+    their ports (a VLAN's parent, a bond's members). Empty without an intent."""
+    management = dict((n, v) for n, v in (ctx.expect.get("networks") or {}).items() if v.get("role") == "management")
+    if not management:
+        return {}
+    devices = [(device, name) for name, device in sorted((ctx.expect.get("attachments") or {}).items())
+               if name in management and isinstance(device, str)]
+    for interface, address in interface_addresses(ctx.facts):
+        devices += [(interface, name) for name, net in sorted(management.items())
+                    if any(address.version == s.version and address.ip in s for s in net.get("subnets") or [])]
+    found = {}
+    for device, name in devices:
+        for port in ports_under(ctx.facts, device):
+            found.setdefault(port["address"], name)
+    return found
+
+
+def nearest_nics(facts, gpu, leave_out=()):
+    """The NIC functions nearest a GPU (the best path type of the facts' gpu_nic paths) other than ``leave_out``:
+    [(path entry)], all of that rank."""
+    paths = [p for p in (facts.get("paths") or {}).get("gpu_nic") or []
+             if p.get("gpu") == gpu and p.get("nic") not in leave_out and p.get("type")]
+    if not paths:
+        return []
+    best = min(path_rank(p["type"]) for p in paths)
+    return [p for p in paths if path_rank(p["type"]) == best]

@@ -10,8 +10,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import fnmatch
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import CARRIER_NETDEVS, SOFTWARE_NETDEVS
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import CARRIER_NETDEVS, PORT_NETDEVS, SOFTWARE_NETDEVS
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import base_interface
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import interface_addresses
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import (
     host_rule, inventory_rule, NotApplicable,
 )
@@ -157,21 +158,6 @@ def net_consistency(ctx, hosts):
 
 
 # ---- addressing (network intent plus the addresses on the hosts) -------------------------------------
-def _interface_addresses(facts):
-    """[(interface, ip_interface)] of global addresses in the facts (not loopback, not link-local)."""
-    import ipaddress
-    found = []
-    for nic in facts.get("nics") or []:
-        for text in (nic.get("ipv4") or []) + (nic.get("ipv6") or []):
-            try:
-                address = ipaddress.ip_interface(text)
-            except ValueError:
-                continue
-            if not (address.ip.is_loopback or address.ip.is_link_local):
-                found.append((nic["name"], address))
-    return found
-
-
 @inventory_rule(
     "NET-006", "Networks with overlapping subnets", "fail",
     """Management, training and storage networks must not overlap: overlapping subnets make routing
@@ -206,7 +192,7 @@ def net_duplicate_addresses(ctx, hosts):
     for host, (facts, expect) in sorted(hosts.items()):
         subnets = [s for net in (expect.get("networks") or {}).values() for s in net["subnets"]]
         kinds = dict((n["name"], n["kind"]) for n in facts.get("nics") or [])
-        for iface, address in _interface_addresses(facts):
+        for iface, address in interface_addresses(facts):
             if subnets:
                 # With a network intent, only its networks count: NAT and container bridges (docker0,
                 # a hypervisor's user network) repeat the same private address on every host by design.
@@ -238,7 +224,7 @@ def net_training_on_management(ctx):
     if not training or not management:
         raise NotApplicable("fabric_networks names no training and management network")
     attachments = ctx.expect.get("attachments") or {}
-    addresses = _interface_addresses(ctx.facts)
+    addresses = interface_addresses(ctx.facts)
     devices = {}
     for name, net in training + management:
         devices[name] = set(base_interface(ctx.facts, i) for i, a in addresses if any(a.ip in s for s in net["subnets"]))
@@ -248,3 +234,65 @@ def net_training_on_management(ctx):
         ctx.finding(shared[0], "training network %s rides on %s, the management interface (%s)" % (name, shared[0], mgmt_name),
                     {"training": name, "management": mgmt_name, "interfaces": shared,
                      "attachments": dict((k, attachments.get(k)) for k in (name, mgmt_name))})
+
+
+# ---- the ports of multi-port cards, across the inventory ---------------------------------------------------------
+def card_ports(facts):
+    """{card (its PCI slot address): {"model": (vendor, device, subsystem vendor, subsystem device) of its first
+    function, "ports": {name: up}}} of every card with more than one port (physical or IPoIB interfaces on its
+    functions); a port is up when its carrier is, or its RDMA port is ACTIVE (an InfiniBand port has no netdev
+    carrier of its own to say so)."""
+    pci = dict((d["address"], d) for d in facts.get("pci") or [] if isinstance(d, dict) and d.get("address"))
+    active = set(p.get("netdev") for d in facts.get("rdma") or [] if isinstance(d, dict)
+                 for p in d.get("ports") or [] if isinstance(p, dict) and p.get("state") == "ACTIVE")
+    cards = {}
+    for nic in facts.get("nics") or []:
+        if not isinstance(nic, dict) or nic.get("kind") not in PORT_NETDEVS or not nic.get("card") or \
+                not nic.get("address"):
+            continue
+        card = cards.setdefault(nic["card"], {"model": None, "ports": {}})
+        function = pci.get(nic["address"]) or {}
+        model = tuple(function.get(k) for k in ("vendor_id", "device_id", "subsystem_vendor_id",
+                                                "subsystem_device_id"))
+        if card["model"] is None or nic["address"] < card["first"]:
+            card["model"], card["first"] = model, nic["address"]
+        card["ports"][nic["name"]] = nic.get("carrier") is True or nic.get("operstate") == "up" or \
+            nic["name"] in active
+    return dict((c, v) for c, v in cards.items() if len(v["ports"]) > 1 and None not in v["model"][:2])
+
+
+@inventory_rule(
+    "NET-009", "A multi-port card with fewer ports up than the same card on the other hosts", "warn",
+    """Cards of one model are cabled alike across a cluster built from one design: a dual-port card with one port down
+    where the same card elsewhere has both up is an uncabled port, a dead transceiver or a switch port shut, and the
+    node runs on half its rails or without its bond's second leg. Judged per card model (PCI vendor, device and
+    subsystem ids) where at least three cards of the model are in the audit and most of them have more ports up.""",
+    """Check the port's cable and transceiver, the switch port's state, and the port's link (ethtool, `ibstat`);
+    where the port is meant to be unused, waive this finding for that card.""")
+def net_card_ports(ctx, hosts):
+    by_model = {}
+    for host in sorted(hosts):
+        for card, entry in sorted(card_ports(hosts[host][0]).items()):
+            by_model.setdefault(entry["model"], []).append((host, card, entry["ports"]))
+    models = dict((m, cards) for m, cards in by_model.items() if len(cards) >= 3)
+    if not models:
+        raise NotApplicable("no card model with more than one port on at least three cards in the audit")
+    for model in sorted(models, key=str):
+        cards = models[model]
+        counts = {}
+        for _host, _card, ports in cards:
+            up = sum(1 for v in ports.values() if v)
+            counts[up] = counts.get(up, 0) + 1
+        usual, seen = max(sorted(counts.items()), key=lambda kv: (kv[1], kv[0]))
+        if seen * 2 <= len(cards):
+            continue  # no majority: cabling differs by design (a model used for several roles)
+        for host, card, ports in cards:
+            up = [n for n in sorted(ports) if ports[n]]
+            if len(up) >= usual:
+                continue
+            down = [n for n in sorted(ports) if not ports[n]]
+            ctx.finding("%s (%s)" % (card, ", ".join(sorted(ports))), "card %s (%s %s) has %d of %d ports up (%s down); "
+                        "%d of the %d cards of this model in the audit have %d up" % (
+                            card, model[0], model[1], len(up), len(ports), ", ".join(down), seen, len(cards), usual),
+                        {"card": card, "model": list(model), "up": up, "down": down, "usual_up": usual,
+                         "cards_with_usual": seen, "cards": len(cards)}, host=host)

@@ -12,6 +12,9 @@ __metaclass__ = type
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import ACCELERATOR_KINDS, NETWORK_KINDS
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import path_rank
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import host_rule, NotApplicable
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import (
+    management_functions, nearest_nics,
+)
 
 
 # ---- NUMA -------------------------------------------------------------------------------------------
@@ -28,16 +31,23 @@ def numa_nearest_nic(ctx):
     numa_of.update((r["address"], r["numa_node"]) for r in ctx.facts.get("rdma") or [] if r.get("address"))
     if not numa_of:
         raise NotApplicable("no PCI NIC on this host")
+    # a management NIC beside a GPU carries none of its traffic: the GPU's nearest NIC is found among the others
+    management = management_functions(ctx)
     for gpu in ctx.facts["gpus"]:
         nearest = gpu.get("nearest_nics") or []
+        left_out = sorted(set(n["nic"] for n in nearest) & set(management))
+        if left_out:
+            nearest = [dict((k, p.get(k)) for k in ("nic", "nic_names", "type"))
+                       for p in nearest_nics(ctx.facts, gpu["address"], management)]
         if gpu["numa_node"] is None or not nearest:
             continue
         nodes = [numa_of.get(n["nic"]) for n in nearest]
         if all(node is not None and node != gpu["numa_node"] for node in nodes):
-            ctx.finding(gpu["address"], "GPU %s on NUMA %d: nearest NIC %s on NUMA %s"
+            ctx.finding(gpu["address"], "GPU %s on NUMA %d: nearest NIC %s on NUMA %s%s"
                         % (gpu["address"], gpu["numa_node"], "/".join(nearest[0]["nic_names"]) or nearest[0]["nic"],
-                           ",".join(str(n) for n in sorted(set(nodes)))),
-                        {"gpu_numa_node": gpu["numa_node"], "nearest_nics": nearest})
+                           ",".join(str(n) for n in sorted(set(nodes))),
+                           " (management NIC %s beside it left out)" % ", ".join(left_out) if left_out else ""),
+                        {"gpu_numa_node": gpu["numa_node"], "nearest_nics": nearest, "management_left_out": left_out})
 
 
 @host_rule(
@@ -50,11 +60,24 @@ def numa_nearest_nic(ctx):
 def numa_paired_nic(ctx):
     ctx.need("gpus", "paths")
     gpus = [g["address"] for g in ctx.facts["gpus"]]
+    if not gpus:
+        raise NotApplicable("no GPU on this host: nothing to pair a NIC with")
     fast = set(r["address"] for r in ctx.facts.get("rdma") or [] if r.get("address"))
     if not fast:
         fast = set(n["address"] for n in ctx.facts.get("nics") or [] if n.get("address") and (n.get("speed_mbps") or 0) >= 100000)
+    # left out of the pairing: management NICs, and NICs on a NUMA node no GPU is on (storage or front-end NICs of
+    # the other socket are no GPU's partner)
+    gpu_nodes = set(g.get("numa_node") for g in ctx.facts["gpus"])
+    node_of = dict((d["address"], d.get("numa_node")) for d in ctx.facts.get("pci") or [] if d.get("address"))
+    left_out = dict((a, "management") for a in fast & set(management_functions(ctx)))
+    if None not in gpu_nodes:
+        left_out.update((a, "NUMA %s has no GPU" % node_of[a]) for a in fast - set(left_out)
+                        if node_of.get(a) is not None and node_of[a] not in gpu_nodes)
+    fast -= set(left_out)
+    said = "; left out: %s" % ", ".join("%s (%s)" % kv for kv in sorted(left_out.items())) if left_out else ""
     if not gpus or len(fast) < len(gpus):
-        raise NotApplicable("fewer high-speed NICs (%d) than GPUs (%d): no one-to-one pairing" % (len(fast), len(gpus)))
+        raise NotApplicable("fewer high-speed NICs (%d) than GPUs (%d): no one-to-one pairing%s" % (
+            len(fast), len(gpus), said))
     pairs = sorted((path_rank(p["type"]), p["gpu"], p["nic"], p)
                    for p in ctx.facts["paths"]["gpu_nic"] if p["nic"] in fast)
     taken_gpu, taken_nic = set(), set()
@@ -64,8 +87,8 @@ def numa_paired_nic(ctx):
         taken_gpu.add(gpu)
         taken_nic.add(nic)
         if path["type"] == "SYS":
-            ctx.finding(gpu, "GPU %s pairs with NIC %s across the socket link (SYS)"
-                        % (gpu, "/".join(path["nic_names"]) or nic), {"path": path})
+            ctx.finding(gpu, "GPU %s pairs with NIC %s across the socket link (SYS)%s"
+                        % (gpu, "/".join(path["nic_names"]) or nic, said), {"path": path, "left_out": left_out})
 
 
 @host_rule(
