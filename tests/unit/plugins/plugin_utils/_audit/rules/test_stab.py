@@ -694,3 +694,35 @@ def test_the_live_boot_id_is_read(roots):
     facts = gather(root="/", gather_subset=["counters"])
     with open("/proc/sys/kernel/random/boot_id") as handle:
         assert facts["counters"]["boot_id"] == handle.read().strip()
+
+
+def test_thresholds_on_a_real_capture_of_infiniband_counters(healthy, tmp_path):
+    """The counters of a real ConnectX-3 FDR port (tests/fixtures/realdata/sysfs-infiniband-counters: mlx4_0 port 1,
+    as read by the sysfs reader) are the baseline; the next reading is that capture with counters raised BY HAND."""
+    import os
+    from conftest import REALDATA
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.counters import RDMA_COUNTERS
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.reader import SysfsReader
+    folder = os.path.join(REALDATA, "sysfs-infiniband-counters", "hwloc-32em64t-dell-igb-mlx4", "sys", "class",
+                          "infiniband", "mlx4_0", "ports", "1", "counters")
+    real = dict((k, v) for k, v in SysfsReader(REALDATA)._counter_files(folder, RDMA_COUNTERS).items()  # noqa
+                if v is not None)
+    assert real["port_xmit_wait"] == 21833 and real["symbol_error"] == 0
+    base = copy.deepcopy(healthy)
+    base["counters"]["rdma"] = {"mlx4_0/1": real}
+    first = write(tmp_path, audit({"n1": base}))
+    quiet = later(base, rdma=[("mlx4_0/1", "symbol_error", 90), ("mlx4_0/1", "port_xmit_wait", 500000)])
+    assert findings(audit({"n1": quiet}, baseline=first), "STAB-004") == []  # 90 an hour; congestion is no error
+    loud = later(base, rdma=[("mlx4_0/1", "symbol_error", 300), ("mlx4_0/1", "link_downed", 1)])
+    [finding] = findings(audit({"n1": loud}, baseline=first), "STAB-004")
+    assert finding["evidence"]["counters"] == {"symbol_error": 300, "link_downed": 1}
+    # rebooted: a new boot id, the counters back near zero; nothing negative, the since-boot link_downed named
+    rebooted = copy.deepcopy(base)
+    rebooted["counters"]["boot_id"] = "3c2b1a09-8f7e-4d6c-9b5a-4f3e2d1c0b9a"
+    rebooted["counters"]["uptime_s"] = 600.0
+    rebooted["counters"]["boot_time"] += 90000
+    rebooted["counters"]["rdma"]["mlx4_0/1"] = dict(dict.fromkeys(real, 0), link_downed=1)
+    report = audit({"n1": rebooted}, baseline=first)
+    [finding] = findings(report, "STAB-004")
+    assert finding["evidence"]["since_boot"] is True and finding["evidence"]["counters"] == {"link_downed": 1}
+    assert all(v is None or v >= 0 for r in report["stability"] for v in r["counts"].values())
