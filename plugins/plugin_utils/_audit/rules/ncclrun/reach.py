@@ -125,7 +125,7 @@ def nccl_p2p(ctx):
         for pair in sorted(pairs):
             said = pairs[pair]["said"]
             causes, by_design = _p2p_causes(ctx, view, pair, pairs[pair]["nvml"])
-            ctx.finding("%s<->%s" % pair, "GPUs %s and %s: %s%s" % (
+            ctx.finding("%s->%s" % pair, "GPUs %s and %s: %s%s" % (
                 pair[0], pair[1], "; ".join(sorted(said)),
                 "; likely: " + "; ".join(causes) if causes else "; no cause in the facts (see the log lines)"),
                 dict(log_evidence(source, view, "p2p_off", "transport SHM/direct/direct",

@@ -44,7 +44,7 @@ def audit(host, facts, logs, **more):
 def test_real_shm_fallback_names_the_pair_and_the_lines(healthy):
     found, _outcomes = audit("ault43", healthy, [real("c-p2p-shm-could-not-enable-ib-shared-nccl1516")])
     [finding] = found["NCCLRUN-009"]
-    assert finding["subject"] == "0000:41:00.0<->0000:81:00.0" and finding["severity"] == "warn"
+    assert finding["subject"] == "0000:41:00.0->0000:81:00.0" and finding["severity"] == "warn"
     assert finding["evidence"]["said"] == ["P2P not enabled", "via SHM/direct/direct"]
     assert "Could not enable P2P between dev 1(=81000)" in finding["evidence"]["p2p_off"]
     assert "via SHM/direct/direct" in finding["evidence"]["transport SHM/direct/direct"]
@@ -57,7 +57,7 @@ def test_real_vm_where_nvml_refuses_p2p(healthy):
     host = "e2bd2729de1e4961bccb1c0d6311f3a4000001"
     found, _outcomes = audit(host, healthy, [real("c-p2p-disabled-azure-vm-socket-nccl1214")])
     [finding] = found["NCCLRUN-009"]
-    assert finding["subject"] == "0001:00:00.0<->0002:00:00.0"
+    assert finding["subject"] == "0001:00:00.0->0002:00:00.0"
     assert finding["evidence"]["said"] == ["P2P disabled", "P2P not enabled"]
     assert "NVML reports peer to peer unsupported" in finding["message"]
 
@@ -90,7 +90,7 @@ gpu-a:100:200 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1
 def test_acs_and_the_iommu_named_as_the_cause(broken, healthy, tmp_path):
     found, _outcomes = audit("gpu-a", broken, [written(tmp_path, SHM_BELOW_ONE_SWITCH)])
     [finding] = found["NCCLRUN-009"]
-    assert finding["subject"] == "0000:15:00.0<->0000:19:00.0" and finding["severity"] == "warn"
+    assert finding["subject"] == "0000:15:00.0->0000:19:00.0" and finding["severity"] == "warn"
     causes = finding["evidence"]["causes"]
     assert causes[0].startswith("ACS redirect on switch downstream") and "(control 0x001d)" in causes[0].lower()
     assert causes[1] == "the IOMMU translates the DMA of 0000:15:00.0, 0000:19:00.0"
@@ -314,3 +314,13 @@ def test_nccl_2_5_chooses_sockets_without_saying_using_network(healthy):
     found, _outcomes = audit("wangying-system", healthy, [real("c-topo-numa-unknown-cpu-ffff-2.5.7-nccl340")])
     [finding] = found["NCCLRUN-001"]
     assert finding["severity"] == "warn" and "eno1" in finding["message"]
+
+
+def test_the_pair_is_drawn_on_both_gpus_in_the_tree(broken, tmp_path):
+    report, errors = run_audit({"gpu-a": {"facts": broken, "status": "audited",
+                                          "nccl_logs": [written(tmp_path, SHM_BELOW_ONE_SWITCH)]}}, TODAY,
+                               "2026-12-01T00:00:00+00:00")
+    assert errors == []
+    marked = sorted(d["address"] for d in report["topology"]["gpu-a"]["devices"]
+                    if "NCCLRUN-009" in [f["id"] for f in d["findings"]])
+    assert marked == ["0000:15:00.0", "0000:19:00.0"]
