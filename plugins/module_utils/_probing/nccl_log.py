@@ -172,6 +172,22 @@ def _net_devices(kind, items):
     return devices
 
 
+def _p2p_off(section, number, line, message, pid):
+    """A line that says peer to peer between two GPUs was refused, read into ``p2p_off``; whether it was one."""
+    match = _P2P_OFF.search(message)
+    if not match:
+        return False
+    if match.group(1) is not None:  # CUDA devices and their busIds
+        entry = {"devs": [int(match.group(1)), int(match.group(3))], "numbering": "cuda",
+                 "gpus": [match.group(2).lower(), match.group(4).lower()], "why": "not enabled", "nvlink": False}
+    else:  # NVML's indices
+        entry = {"devs": [int(match.group(6)), int(match.group(7))], "numbering": "nvml", "gpus": [None, None],
+                 "why": "disabled", "nvlink": bool(match.group(5))}
+    keep_item(section["p2p_off"], dict(entry, pid=pid))
+    _note(section, "p2p_off", number, line)
+    return True
+
+
 def _message(section, number, line, message, level, pid=None, dev=None):
     """One NCCL line's message (after the prefix) read into a section; ``pid`` and ``dev``: the process and CUDA
     device of the line's prefix, which tell whose GPU a GDR or connection line is about."""
@@ -179,6 +195,8 @@ def _message(section, number, line, message, level, pid=None, dev=None):
         section["warn_count"] += 1
         keep_item(section["warnings"], {"line": number, "kind": kind_of(message),
                                         "text": message.strip()[:MAX_EVIDENCE]})
+        if "P2P" in message:  # "P2P is disabled between NVLINK connected GPUs 1 and 0" is a WARN (init then fails)
+            _p2p_off(section, number, line, message, pid)
         return
     if message[:1] in "=C+ \tGN" and read_topology_line(section["topology"], message):
         _note(section, "topology", number, line)
@@ -260,16 +278,7 @@ def _message(section, number, line, message, level, pid=None, dev=None):
         keep_item(section["no_device"], match.group(1).strip())
         _note(section, "no_device " + match.group(1).strip(), number, line)
         return
-    match = _P2P_OFF.search(message)
-    if match:
-        if match.group(1) is not None:
-            entry = {"devs": [int(match.group(1)), int(match.group(3))],
-                     "gpus": [match.group(2).lower(), match.group(4).lower()], "why": "not enabled", "nvlink": False}
-        else:
-            entry = {"devs": [int(match.group(6)), int(match.group(7))], "gpus": [None, None],
-                     "why": "disabled", "nvlink": bool(match.group(5))}
-        keep_item(section["p2p_off"], entry)
-        _note(section, "p2p_off", number, line)
+    if _p2p_off(section, number, line, message, pid):
         return
     match = _DMABUF.search(message)
     if match:

@@ -270,11 +270,15 @@ def path_hops(address, by_address):
 
     ``by_address``: {PCI address: the facts' pci entry}. Each hop: {"address", "kind", "slot" (the port above: the
     link's other end), "link" (link_sides of it), "verdict" (link_verdict against the lower of the two ends'
-    maxima), "gbytes_per_s" (now, None where unknown)}. A device the facts do not have gives []."""
+    maxima), "gbytes_per_s" (now; for a GPU idling at a lower generation, what it reaches under load; None where
+    unknown), "slot_known" (whether the port above gave its maximum)}. A device the facts do not have gives []."""
     hops = []
     device = by_address.get(address)
     chain = device.get("chain") if isinstance(device, dict) else None
-    steps = [address] + [c for c in (chain if isinstance(chain, list) else []) if isinstance(c, str)]
+    steps = [address]
+    for step in chain if isinstance(chain, list) else []:
+        if isinstance(step, str) and step not in steps:  # a chain that names the device or a bridge twice
+            steps.append(step)
     for step in steps:
         entry = by_address.get(step)
         if not isinstance(entry, dict) or entry.get("kind") in INTERNAL_KINDS:
@@ -283,9 +287,15 @@ def path_hops(address, by_address):
         slot_max = (parent.get("link") or {}).get("max") if isinstance(parent, dict) and isinstance(
             parent.get("link"), dict) else None
         sides = link_sides(entry.get("link"))
+        verdict = link_verdict(entry.get("kind"), entry.get("link"), slot_max)
+        rate = sides["current"]["gbytes_per_s"]
+        if verdict["verdict"] == "idle":  # a GPU that lowered its generation to save power carries what it reaches
+            reach = pcie_bandwidth(*verdict["reach"]) if None not in verdict["reach"] else None
+            rate = round(reach, 3) if reach is not None else rate
         hops.append({"address": step, "kind": entry.get("kind"), "slot": entry.get("parent") if parent else None,
-                     "link": sides, "verdict": link_verdict(entry.get("kind"), entry.get("link"), slot_max),
-                     "gbytes_per_s": sides["current"]["gbytes_per_s"]})
+                     "slot_known": link_sides({"max": slot_max})["max"]["width"] is not None or
+                     link_sides({"max": slot_max})["max"]["generation"] is not None,
+                     "link": sides, "verdict": verdict, "gbytes_per_s": rate})
     return hops
 
 

@@ -209,7 +209,7 @@ def boot_id(reading):
 def same_boot(before, now):
     """Whether two readings come from the same boot: by their boot ids where both have one (a reboot makes a new
     one; the clock's steps, which move the boot time /proc/stat reports, do not), else by boot times at most
-    BOOT_TIME_SLACK_S apart, else by the uptime (lower now: a reboot; None where even that cannot tell)."""
+    BOOT_TIME_SLACK_S apart; None where neither tells (the caller then takes a lower uptime for a reboot)."""
     ids = boot_id(before), boot_id(now)
     if None not in ids:
         return ids[0] == ids[1]

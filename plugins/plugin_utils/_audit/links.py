@@ -45,7 +45,7 @@ def path_fields(address, by_address):
     """A device's way to the CPU as a report row carries it (pcie.path_hops): the hop that carries least now
     (``bottleneck``, its ``kind`` and ``gbytes_per_s``) and the hops running below what both their ends allow
     (``below``); None where the facts have no PCI device at that address."""
-    hops = path_hops(address, by_address) if address in by_address else []
+    hops = path_hops(address, by_address) if isinstance(address, str) and address in by_address else []
     if not hops:
         return None
     narrowest = path_bottleneck(hops)
@@ -83,7 +83,7 @@ def link_rows(facts_by_host):
                          "interface_kind": text_or_none(nic.get("kind")), "address": text_or_none(nic.get("address")),
                          "speed_mbps": finite(nic.get("speed_mbps"), 1, SPEED_MBPS_MAX),
                          "mtu": finite(nic.get("mtu"), 1, MTU_MAX), "operstate": operstate,
-                         "pcie": pcie_fields(nic_link(nic)), "path": path_fields(nic.get("address"), by_address)})
+                         "pcie": pcie_fields(nic_link(nic)), "path": path_fields(text_or_none(nic.get("address")), by_address)})
         seen = set()
         for row in sorted(gpus, key=lambda r: (r["device"], r["address"] or "")) + \
                 sorted(nics, key=lambda r: (r["device"], r["address"] or "")):

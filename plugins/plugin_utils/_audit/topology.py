@@ -129,10 +129,10 @@ def _device_names(facts, by_address):
     """PCI address -> the names findings may call it by: its interfaces and RDMA devices."""
     names = {}
     for nic in facts.get("nics") if isinstance(facts.get("nics"), list) else []:
-        if isinstance(nic, dict) and nic.get("address") in by_address and text_or_none(nic.get("name")):
+        if isinstance(nic, dict) and text_or_none(nic.get("address")) in by_address and text_or_none(nic.get("name")):
             names.setdefault(nic["address"], set()).add(text_or_none(nic["name"]))
     for rdma in facts.get("rdma") if isinstance(facts.get("rdma"), list) else []:
-        if isinstance(rdma, dict) and rdma.get("address") in by_address and text_or_none(rdma.get("name")):
+        if isinstance(rdma, dict) and text_or_none(rdma.get("address")) in by_address and text_or_none(rdma.get("name")):
             names.setdefault(rdma["address"], set()).add(text_or_none(rdma["name"]))
     return names
 

@@ -30,7 +30,7 @@ RDMA_PORT_ERRORS = ("link_downed", "link_error_recovery", "symbol_error", "local
 RDMA_TRANSPORT_ERRORS = ("out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "implied_nak_seq_err")
 # How much each of them may grow per hour before STAB-004 names it (fabric_expectations.rdma_counters overrides):
 # symbol errors are the physical layer's bit errors, which a healthy link shows now and then (at the InfiniBand
-# specification's bit error rate of 10^-12, a 100 Gb/s port sees 360 per hour); from 120 per hour the link is
+# specification's bit error rate of 10^-12, a 100 Gb/s port sees 360 per hour); above 120 per hour the link is
 # marginal. Every other counter counts from its first increase, and link_downed always does (the link went down).
 RDMA_PER_HOUR = {"symbol_error": 120}
 ALWAYS_COUNTED = ("link_downed",)

@@ -368,10 +368,14 @@ def pcie_path_hops(ctx):
         verdict, sides = hop["verdict"], hop["link"]
         now, best = sides["current"], sides["max"]
         reach = _gen_width_text(*verdict["reach"])
-        message = "%s %s runs at %s%s, below %s that both its ends allow (its own %s, its slot %s)" % (
+        if hop["slot_known"]:
+            allowed = "below %s that both its ends allow (its own %s, its slot %s)" % (
+                reach, _gen_width_text(best["generation"], best["width"]), hop["slot"])
+        else:
+            allowed = "below its own maximum %s (its slot %s gives no maximum)" % (reach, hop["slot"] or "unknown")
+        message = "%s %s runs at %s%s, %s" % (
             str(hop["kind"]).replace("_", " "), address, _gen_width_text(now["generation"], now["width"]),
-            " (%.3g GB/s)" % now["gbytes_per_s"] if now["gbytes_per_s"] else "", reach,
-            _gen_width_text(best["generation"], best["width"]), hop["slot"] or "unknown")
+            " (%.3g GB/s)" % now["gbytes_per_s"] if now["gbytes_per_s"] else "", allowed)
         message += "; below it: %s" % ", ".join(_named(pci, d) for d in sorted(devices))
         if capped:
             message += "; it is the narrowest link on the path of %s" % ", ".join(_named(pci, d) for d in sorted(capped))

@@ -25,37 +25,77 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.gdr imp
 # ---- peer to peer between the node's GPUs ----------------------------------------------------------------------
 
 
-def _gpu(view, value):
+def _text(value):
+    return value if isinstance(value, str) and value else None
+
+
+def _int(value):
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _bus_ids(view):
+    """{("cuda"|"nvml"|"rank", number): busId} from the log's init lines ("rank 0 ... cudaDev 0 nvmlDev 4 busId
+    95000"), each kept only where it names one busId (under Slurm every process has cudaDev 0)."""
+    found = {}
+    for entry in view["ranks"]:
+        if not isinstance(entry, dict) or not _text(entry.get("bus_id")):
+            continue
+        for key, field in (("cuda", "cuda_dev"), ("nvml", "nvml_dev"), ("rank", "rank")):
+            number = _int(entry.get(field))
+            if number is not None:
+                found.setdefault((key, number), set()).add(entry["bus_id"])
+    return dict((k, v.pop()) for k, v in found.items() if len(v) == 1)
+
+
+def _gpu(view, value, known=None):
     """The PCI address of a GPU as a P2P or SHM line writes it: a busId an init line gave, or one of at least four
     hex digits (newer NCCL writes a rank or a device index there: "3[3]", not a place in the PCI tree)."""
+    value = _text(value)
     if not value:
         return None
-    known = set(r.get("bus_id") for r in view["ranks"] if isinstance(r, dict))
+    known = set(r.get("bus_id") for r in view["ranks"] if isinstance(r, dict)) if known is None else known
     return pci_of_bus_id(value) if value in known or len(value) >= 4 else None
 
 
 def _p2p_pairs(view):
     """{(gpu, gpu): {"said": set of what the log says, "nvml": NVML refused it}} of the GPU pairs NCCL did not
-    connect peer to peer, from "Could not enable P2P", "P2P is disabled" and connections through shared memory."""
+    connect peer to peer, from "Could not enable P2P", "P2P is disabled" and connections through shared memory. A
+    GPU is its PCI address where the log's init lines tell it, else "dev N" or "rank N" as the line names it."""
     pairs = {}
-    # "P2P is disabled between connected GPUs 1 and 0" names CUDA devices; "Could not enable P2P between dev 1(=81000)"
-    # of the same process gives their busIds
-    devices = {}
+    buses = _bus_ids(view)
+    known = set(buses.values())
     for entry in view["p2p_off"]:
-        for dev, gpu in zip(entry.get("devs") or [], entry.get("gpus") or []):
-            if _gpu(view, gpu):
-                devices.setdefault(dev, _gpu(view, gpu))
-    for entry in view["p2p_off"]:
-        devs = list(entry.get("devs") or [None, None])
-        gpus = [_gpu(view, g) or devices.get(d) for g, d in zip(entry.get("gpus") or [None, None], devs)]
-        key = tuple(sorted(g or "dev %s" % d for g, d in zip(gpus, devs)))
+        devs = entry.get("devs") if isinstance(entry, dict) else None
+        if not isinstance(devs, list) or len(devs) != 2 or any(_int(d) is None for d in devs):
+            continue
+        gpus = entry.get("gpus") if isinstance(entry.get("gpus"), list) and len(entry["gpus"]) == 2 else [None, None]
+        numbering = "nvml" if entry.get("numbering") == "nvml" else "cuda"
+        named = [_gpu(view, g, known) or (pci_of_bus_id(buses[(numbering, d)]) if (numbering, d) in buses else None)
+                 for g, d in zip(gpus, devs)]
+        key = tuple(sorted(g or "%s dev %d" % (numbering, d) for g, d in zip(named, devs)))
         found = pairs.setdefault(key, {"said": set(), "nvml": False})
-        found["said"].add("P2P %s" % entry.get("why"))
-        found["nvml"] = found["nvml"] or entry.get("why") == "disabled"
+        why = entry.get("why") if entry.get("why") in ("disabled", "not enabled") else "refused"
+        found["said"].add("P2P %s%s" % (why, " (NVLink)" if entry.get("nvlink") is True else ""))
+        found["nvml"] = found["nvml"] or why == "disabled"
     for conn in view["shm"]:
-        gpus = (_gpu(view, conn.get("gpu")), _gpu(view, conn.get("peer_gpu")))
-        key = tuple(sorted(g or "rank %s" % r for g, r in zip(gpus, (conn.get("rank"), conn.get("peer")))))
-        pairs.setdefault(key, {"said": set(), "nvml": False})["said"].add("via %s" % conn.get("transport"))
+        if not isinstance(conn, dict) or _int(conn.get("rank")) is None or _int(conn.get("peer")) is None:
+            continue
+        ends = ((conn.get("gpu"), conn["rank"]), (conn.get("peer_gpu"), conn["peer"]))
+        named = [_gpu(view, g, known) or (pci_of_bus_id(buses[("rank", r)]) if ("rank", r) in buses else None)
+                 for g, r in ends]
+        key = tuple(sorted(g or "rank %d" % r for g, (_bus, r) in zip(named, ends)))
+        transport = _text(conn.get("transport")) or "shared memory"
+        pairs.setdefault(key, {"said": set(), "nvml": False})["said"].add("via %s" % transport)
+    # a pair one of whose GPUs the log does not place ("P2P is disabled between connected GPUs 1 and 0" gives NVML's
+    # indices, and only some processes print their init lines) is the one placed pair that shares its other GPU
+    for key in [k for k in pairs if any(" " in g for g in k)]:
+        placed = [g for g in key if " " not in g]
+        matches = [k for k in pairs if k != key and " " not in "".join(k) and placed and placed[0] in k]
+        if len(placed) == 1 and len(matches) == 1:
+            merged = pairs[matches[0]]
+            merged["said"] |= pairs[key]["said"]
+            merged["nvml"] = merged["nvml"] or pairs[key]["nvml"]
+            del pairs[key]
     return pairs
 
 
@@ -142,15 +182,18 @@ def nccl_p2p(ctx):
 
 # interfaces that never carry traffic between nodes: loopback, container and VM bridges, tunnels, veth pairs, CNI
 # overlays (their names as Docker, libvirt, LXD, Podman, Kubernetes CNIs and VPNs make them)
-VIRTUAL_NAME = re.compile(r"^(lo|docker\d{0,4}|br-[0-9a-f]{6,16}|virbr\d{1,4}|lxcbr\d{1,4}|lxdbr\d{1,4}|podman\d{1,4}|"
-                          r"cni\d{1,4}|cbr\d{1,4}|flannel[.\w]{0,16}|cali\w{1,16}|cilium\w{0,16}|weave|vxlan[.\w]{0,16}|"
-                          r"kube-\w{1,16}|veth\w{0,16}|tunl\d{1,4}|tun\d{1,4}|tap\w{0,16}|wg\d{1,4}|tailscale\d{1,4}|"
-                          r"zt\w{1,16})$")
+VIRTUAL_NAME = re.compile(r"^(lo|docker\d{0,4}|docker_gwbridge|br-[0-9a-f]{6,16}|br-int|br-ex|ovs-system|"
+                          r"virbr\d{1,4}(?:-nic)?|lxcbr\d{1,4}|lxdbr\d{1,4}|lxc\w{1,16}|podman\d{1,4}|cni\d{1,4}|"
+                          r"cbr\d{1,4}|flannel[.\w]{0,16}|cali\w{1,16}|cilium\w{0,16}|weave|vethwe-\w{1,16}|"
+                          r"vxlan[.\w]{0,16}|genev_sys_\d{1,6}|antrea-\w{1,16}|nodelocaldns|kube-\w{1,16}|"
+                          r"veth[\w-]{0,16}|tunl\d{1,4}|tun\d{1,4}|tap[0-9a-f][0-9a-f-]{0,15}|wg\d{1,4}|"
+                          r"tailscale\d{1,4}|zt[0-9a-z]{6,14})$")
 
 
 def virtual_interface(facts, name, address=None):
-    """Why interface ``name`` cannot carry NCCL between nodes, or None: its kind in the facts (loopback, a bridge or
-    virtual device with no port below), else its name or a 127.x address."""
+    """Why interface ``name`` cannot carry NCCL between nodes, or None: the loopback by its kind in the facts or its
+    address (127.x, ::1); a bridge or virtual device of the facts, or one the facts do not know, by a name that
+    container runtimes, hypervisors, CNIs and VPNs give theirs (a port, bond or VLAN of the facts never is)."""
     for nic in facts.get("nics") or []:
         if isinstance(nic, dict) and nic.get("name") == name:
             if nic.get("kind") == NETDEV_LOOPBACK:
@@ -159,7 +202,7 @@ def virtual_interface(facts, name, address=None):
                 return "a %s device with no port below it" % nic["kind"]
             if nic.get("kind") not in SOFTWARE_NETDEVS:
                 return None  # a port, a bond or a VLAN: whatever it is called
-    if name == "lo" or (address or "").startswith("127."):
+    if name == "lo" or (address or "").startswith("127.") or (address or "").strip("[]") == "::1":
         return "the loopback interface"
     if VIRTUAL_NAME.match(name):
         return "a container, VM, tunnel or overlay interface by its name"
@@ -180,15 +223,19 @@ def nccl_socket_interface(ctx):
     views = log_views(ctx)
     seen = 0
     for source, view in views:
-        data = [(d.get("name"), d.get("address")) for d in (view["net_lists"].get("Socket") or [])
-                if isinstance(d, dict) and d.get("name")]
-        control = [(e["name"], e.get("address")) for e in (view["bootstrap"], view["oob"]) if isinstance(e, dict)
-                   and e.get("name")]
+        lists = view["net_lists"] if isinstance(view["net_lists"], dict) else {}
+        data = [(_text(d.get("name")), _text(d.get("address"))) for d in (lists.get("Socket") or [])
+                if isinstance(d, dict) and _text(d.get("name"))]
+        control = [(_text(e.get("name")), _text(e.get("address"))) for e in (view["bootstrap"], view["oob"])
+                   if isinstance(e, dict) and _text(e.get("name"))]
         seen += len(data) + len(control)
         said = set()
         for role, found, severity in (("data", data, None), ("bootstrap", control, "warn")):
-            bad = sorted(set((n, virtual_interface(ctx.facts, n, a)) for n, a in found if n not in said))
-            bad = [(n, why) for n, why in bad if why]
+            reasons = {}
+            for name, address in found:  # one reason per name: any of its addresses that never leaves the node
+                if name not in said:
+                    reasons[name] = reasons.get(name) or virtual_interface(ctx.facts, name, address)
+            bad = sorted((n, why) for n, why in reasons.items() if why)
             said.update(n for n, _why in bad)  # the bootstrap on the data interface: said once, for the data
             if not bad:
                 continue
@@ -206,23 +253,33 @@ def nccl_socket_interface(ctx):
 
 
 def hca_filter(value):
-    """NCCL_IB_HCA as NCCL reads it: (exclude, exact, [(name, port or None)]); a leading ^ excludes, a leading =
-    matches names exactly, otherwise an entry is a prefix ("mlx5" names mlx5_0 ... mlx5_N)."""
-    text = str(value).strip()
-    exclude, exact = text.startswith("^"), False
-    text = text.lstrip("^")
-    if text.startswith("="):
-        exact, text = True, text[1:]
+    """NCCL_IB_HCA as NCCL reads it: (exclude, exact, [(name, port or None)]); one leading ^ excludes, then one
+    leading = matches names exactly, otherwise an entry is a prefix ("mlx5" names mlx5_0 ... mlx5_N); entries are
+    split at commas and not trimmed (" mlx5_1" names no device), a port after a colon."""
+    text = str(value)
+    exclude = text.startswith("^")
+    text = text[1:] if exclude else text
+    exact = text.startswith("=")
+    text = text[1:] if exact else text
     entries = []
     for part in text.split(",")[:64]:
-        name, _sep, port = part.strip().partition(":")
+        name, sep, port = part.partition(":")
+        digits = re.match(r"[0-9]{1,4}", port)  # NCCL reads the port with atoi: its leading digits, else 0
         if name:
-            entries.append((name, int(port) if port.isdigit() else None))
+            entries.append((name, (int(digits.group(0)) if digits else 0) if sep else None))
     return exclude, exact, entries
 
 
-def hca_matches(entry, exact, device):
-    return device == entry[0] if exact else device.startswith(entry[0])
+def hca_matches(entry, exact, device, port=None):
+    """Whether entry (name, port) names ``device`` (and its ``port``, where the entry gives one)."""
+    named = device == entry[0] if exact else device.startswith(entry[0])
+    return named and (entry[1] is None or port is None or entry[1] == port)
+
+
+def _active_ports(facts):
+    """[(device, port)] of the node's RDMA ports that are ACTIVE: NCCL opens no other."""
+    return [(d["name"], p.get("port")) for d in facts.get("rdma") or [] if isinstance(d, dict) and _text(d.get("name"))
+            for p in d.get("ports") or [] if isinstance(p, dict) and p.get("state") == "ACTIVE"]
 
 
 @host_rule(
@@ -248,16 +305,24 @@ def nccl_ib_hca(ctx):
         if value is None:
             continue
         exclude, exact, entries = hca_filter(value)
-        if exclude or not entries:
-            continue  # an exclusion list names what not to use: any device left over is NCCL's to pick
+        if not entries:
+            continue
         judged += 1
-        unmatched = [e for e in entries if not any(hca_matches(e, exact, d) for d in devices)]
+        ports = _active_ports(ctx.facts)
+        if exclude:  # what is left once the list is taken out: none, and NCCL finds no HCA
+            if [p for p in ports if not any(hca_matches(e, exact, *p) for e in entries)] or not ports:
+                continue
+            unmatched, none_left = entries, True
+        else:
+            unmatched = [e for e in entries if not any(hca_matches(e, exact, *p) for p in ports)]
+            none_left = len(unmatched) == len(entries)
         if not unmatched:
             continue
-        none_left = len(unmatched) == len(entries)
-        said = "NCCL_IB_HCA=%s (%s): %s match%s no RDMA device of the node (it has %s)" % (
-            value, where, ", ".join(n for n, _p in unmatched), "es" if len(unmatched) == 1 else "",
-            ", ".join(devices) or "none")
+        shown = ", ".join(repr(n) if n != n.strip() else n + (":%d" % p if p is not None else "") for n, p in unmatched)
+        said = "NCCL_IB_HCA=%s (%s): %s %s (it has %s; active ports %s)" % (
+            value, where, shown, "leaves no active port of the node" if exclude else
+            "match%s no active port of the node" % ("es" if len(unmatched) == 1 else ""),
+            ", ".join(devices) or "none", ", ".join("%s:%s" % p for p in ports) or "none")
         if none_left and view["no_device"]:
             said += "; NCCL found no device (%s) and %s" % (
                 ", ".join("NET/%s" % k for k in view["no_device"]),
@@ -265,7 +330,8 @@ def nccl_ib_hca(ctx):
         active = active_rdma_ports(ctx.facts)
         ctx.finding("NCCL_IB_HCA", said, dict(
             log_evidence(source, view, "network", *("no_device %s" % k for k in view["no_device"])),
-            value=value, where=where, unmatched=[n for n, _p in unmatched], devices=devices, active_rdma_ports=active),
+            value=value, where=where, unmatched=[n for n, _p in unmatched], devices=devices, active_rdma_ports=active,
+            excluding=exclude),
             severity=None if none_left else "warn")
     if not judged:
         raise NotApplicable("the logs set no NCCL_IB_HCA that names devices (and nccl.conf none)")

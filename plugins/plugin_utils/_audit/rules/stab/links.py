@@ -175,7 +175,7 @@ def pcie_errors(ctx):
     "STAB-004", "RDMA port errors growing", "warn",
     """InfiniBand and RoCE port counters that grew between two readings: link_downed (the link went down: any
     increase), link_error_recovery (the link retrained), integrity errors and buffer overruns, receive errors; symbol
-    errors (the physical layer's bit errors, which a healthy link shows now and then) from 120 per hour; and the
+    errors (the physical layer's bit errors, which a healthy link shows now and then) above 120 per hour; and the
     transport's own (out_of_sequence, packet_seq_err, local_ack_timeout_err: lost packets retransmitted, on RoCE
     usually a lossy fabric without PFC or ECN). Each stalls the RDMA traffic of every collective on that port. The
     growth allowed per hour is fabric_expectations.rdma_counters (0 for all but symbol_error by default).""",

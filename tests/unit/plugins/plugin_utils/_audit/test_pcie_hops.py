@@ -6,6 +6,7 @@ The machines: the hand-written 8-GPU node's sysfs tree (tests/fixtures/handwritt
 switch uplink lowered BY HAND (each test says which file it rewrote), read through the real sysfs reader; every
 stored capture (sysfs, hwloc and NCCL XML, whose switches carry only their current link)."""
 
+import copy
 import datetime
 import os
 import shutil
@@ -230,3 +231,39 @@ def test_a_kernel_log_linking_out_of_the_capture_is_not_read(roots, tmp_path):
     outside.write_text(LIMITED % "0000:00:00.0")
     os.symlink(str(outside), os.path.join(root, "var", "log", "dmesg"))
     assert gather(root=root)["kernel_pcie"] == {"source": None, "oldest_s": None, "entries": []}
+
+
+def test_an_idle_gpu_is_not_its_own_paths_bottleneck(roots, tmp_path):
+    """Found in review: a GPU idling at Gen1 below an uplink trained to x8 was named its path's narrowest link (and
+    the metric said 4 GB/s). An idle GPU carries what it reaches under load."""
+    root = str(tmp_path / "node")
+    shutil.copytree(roots["dgx8"], root, symlinks=True)
+    pci = os.path.join(root, "sys", "bus", "pci", "devices")
+    for address, name, value in ((UPLINK, "current_link_width", "8"),  # HAND-EDITED
+                                 ("0000:19:00.0", "current_link_speed", "2.5 GT/s PCIe")):  # the GPU idles
+        with open(os.path.join(os.path.realpath(os.path.join(pci, address)), name), "w") as handle:
+            handle.write(value + "\n")
+    report = audit(gather(root=root))
+    [finding] = hop_findings(report)
+    assert finding["evidence"]["bottleneck_of"] == BELOW_UPLINK
+    row = next(r for r in report["links"] if r["address"] == "0000:19:00.0")
+    assert row["path"]["bottleneck"] == UPLINK and row["path"]["gbytes_per_s"] == 31.508
+
+
+def test_a_chain_naming_the_device_or_a_bridge_twice_and_a_slot_without_a_maximum(healthy):
+    facts = copy.deepcopy(healthy)
+    pci = dict((d["address"], d) for d in facts["pci"])
+    gpu = pci["0000:19:00.0"]
+    gpu["chain"] = ["0000:19:00.0"] + gpu["chain"] + gpu["chain"]  # HAND-EDITED
+    assert [h["address"] for h in path_hops("0000:19:00.0", pci)] == ["0000:19:00.0", UPLINK, TOP]
+    pci[UPLINK]["link"]["current"]["width"] = 8
+    pci[pci[UPLINK]["parent"]]["link"]["max"] = {"generation": None, "width": None}
+    [finding] = hop_findings(audit(facts))
+    assert "below its own maximum Gen5 x16 (its slot %s gives no maximum)" % pci[UPLINK]["parent"] in finding["message"]
+
+
+def test_a_nic_address_of_the_wrong_type_does_not_stop_the_audit(healthy):
+    facts = copy.deepcopy(healthy)
+    facts["nics"][0]["address"] = ["0000:01:00.0"]  # HAND-EDITED: a list where a text belongs
+    report = audit(facts)
+    assert report["links"]
