@@ -83,6 +83,20 @@ def test_real_log_faults_show_in_the_parse(name):
         # NCCL 2.4-2.5 print no "Using network" line: the socket list alone is its choice
         assert view["network"] == "Socket" or "NET/Socket" in view["transports"] or (
             view["network"] is None and list(view["net_lists"]) == ["Socket"])
+    if "ib_hca_no_device" in faults:  # NCCL_IB_HCA named devices and NET/IB (or a plugin) found none
+        assert view["env"].get("NCCL_IB_HCA") and view["no_device"]
+    if "plugin_no_gdrdma" in faults:  # a net plugin's connections without GDRDMA
+        assert any(t.startswith("NET/") and not t.startswith(("NET/IB", "NET/Socket")) and "/GDRDMA" not in t
+                   for t in view["transports"]), view["transports"]
+    if "init_only" in faults:  # no connection line at all
+        assert not view["transports"] and not view["connections"]
+    if "socket_virtual_interface" in faults:
+        from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.ncclrun.reach import (
+            virtual_interface,
+        )
+        named = [(d.get("name"), d.get("address")) for d in view["net_lists"].get("Socket") or []]
+        named += [(e["name"], e.get("address")) for e in (view["bootstrap"], view["oob"]) if e]
+        assert any(virtual_interface({}, n, a) for n, a in named), named
     if "p2p_shm_fallback" in faults:
         assert view["p2p_off"] or view["shm"] or view["env"].get("NCCL_P2P_DISABLE") == "1"
     else:
