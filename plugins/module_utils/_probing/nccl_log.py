@@ -47,7 +47,11 @@ _PLUGIN = re.compile(r"^NET/Plugin ?:? ?(.*)$")
 _NO_DEVICE = re.compile(r"^NET/([A-Za-z][\w ]{0,40}?) ?: No device found")
 _PLUGIN_LOADED = re.compile(r"(?:Loaded|Using) (?:net|network|non-device net|device net) plugin (?!version)"
                             r"'?([\w .-]{1,60}?)'?(?: \(v\d+\))?$")
-_ENV = re.compile(r"^(NCCL_[A-Z0-9_]{1,60}) set by environment to (.{0,200}?)\.?\s*$")
+# "NCCL_IB_HCA set by environment to mlx5_0", and since 2.12 for some settings "NCCL_IB_HCA set to mlx5_0"
+_ENV = re.compile(r"^(NCCL_[A-Z0-9_]{1,60}) set (?:by environment )?to (.{0,200}?)\.?\s*$")
+# NICs NCCL merged into one virtual device (2.19+): "[0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE}"
+_MERGED = re.compile(r"\[(\d{1,4})\]=\{([^{}]{0,2000})\}")
+_MERGED_ITEM = re.compile(r"\[\d{1,4}\] ?([^\s:\[\]<,{}]{1,64})(:[^\s,{}]{0,32})?")
 # "NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'" (2.19+), "... for GPU 1b000 / HCA 0 (distance 5 > 4)" (before
 # 2.12 the GPU is a busId; after, a rank: the line's process tells the GPU), "(DMABUF) enabled for HCA 0 'mlx5_0"
 _GDR = re.compile(r"(?:NET/([\w ]{1,40}?) ?: )?GPU Direct RDMA(?: \(([^)]{0,40})\))? (Enabled|Disabled|enabled|disabled) "
@@ -161,7 +165,16 @@ def _net_index(via):
 
 def _net_devices(kind, items):
     devices = []
-    for index, name, rest in _NET_ITEM.findall(items.split("; OOB", 1)[0])[:MAX_ITEMS]:
+    listed = items.split("; OOB", 1)[0]
+    merged = _MERGED.findall(listed)
+    if merged:  # each merged device's NICs, under its own index
+        for index, inner in merged[:MAX_ITEMS]:
+            for name, rest in _MERGED_ITEM.findall(inner)[:MAX_ITEMS]:
+                port = re.match(r"^:(\d{1,4})/(\w{1,16})", rest or "")
+                keep_item(devices, {"index": int(index), "name": name, "port": int(port.group(1)) if port else None,
+                                    "link": port.group(2) if port else None, "address": None})
+        return devices
+    for index, name, rest in _NET_ITEM.findall(listed)[:MAX_ITEMS]:
         device = {"index": int(index), "name": name, "port": None, "link": None, "address": None}
         port = re.match(r"^:(\d{1,4})/(\w{1,16})", rest)
         if port:

@@ -186,7 +186,8 @@ VIRTUAL_NAME = re.compile(r"^(lo|docker\d{0,4}|docker_gwbridge|br-[0-9a-f]{6,16}
                           r"virbr\d{1,4}(?:-nic)?|lxcbr\d{1,4}|lxdbr\d{1,4}|lxc\w{1,16}|podman\d{1,4}|cni\d{1,4}|"
                           r"cbr\d{1,4}|flannel[.\w]{0,16}|cali\w{1,16}|cilium\w{0,16}|weave|vethwe-\w{1,16}|"
                           r"vxlan[.\w]{0,16}|genev_sys_\d{1,6}|antrea-\w{1,16}|nodelocaldns|kube-\w{1,16}|"
-                          r"veth[\w-]{0,16}|tunl\d{1,4}|tun\d{1,4}|tap[0-9a-f][0-9a-f-]{0,15}|wg\d{1,4}|"
+                          r"veth[\w-]{0,16}|tunl\d{1,4}|tun\d{1,4}|ip6tnl\d{1,4}|ip6gre\d{1,4}|gre\d{1,4}|"
+                          r"gretap\d{1,4}|sit\d{1,4}|tap[0-9a-f][0-9a-f-]{0,15}|wg\d{1,4}|"
                           r"tailscale\d{1,4}|zt[0-9a-z]{6,14})$")
 
 

@@ -370,3 +370,27 @@ def test_odd_shapes_of_a_stored_view_never_raise(healthy, section):
     assert errors == []
     crashed = [f for f in report["findings"] if f["subject"] == "internal error"]
     assert crashed == [], crashed
+
+
+@pytest.mark.parametrize("name, host, interfaces, severity", [
+    ("d-socket-lo-ifname-bgp-unnumbered-nccl1053", "axa", ["lo"], "fail"),
+    ("d-socket-ip6tnl0-veth0-2.5.6-nccl529", "NvYt-dcf441d17e21-1bdf2bc9-79ce82ee-3fe03e8-c2959af0",
+     ["ip6tnl0", "veth0"], "fail"),
+    ("d-bootstrap-lo-ifname-excl-docker0-sagemaker-dlc-2.21.5", "9dc3329bb310", ["lo"], "warn"),
+    ("d-ibext-nodev-socket-virbr0-container-2.17.1-nccl941", "05-06-76-200", ["virbr0"], "fail"),
+])
+def test_real_logs_of_sockets_on_virtual_interfaces(healthy, name, host, interfaces, severity):
+    found, _outcomes = audit(host, healthy, [real(name)])
+    named = dict((i, f["severity"]) for f in found["NCCLRUN-010"] for i in f["evidence"]["interfaces"])
+    assert set(interfaces) <= set(named), named
+    assert severity in [named[i] for i in interfaces]
+
+
+@pytest.mark.parametrize("name", ["d-efa-ofi-p4d-gdrdma-healthy-excerpt-ofi65",
+                                  "d-ib-hca-set-roce-mlx5_4-working-2.18.5-nccl1052"])
+def test_real_healthy_plugin_and_ib_hca_logs_raise_none_of_the_new_rules(healthy, name):
+    import json
+    with open(os.path.join(LOGS, name, "expected.json")) as handle:
+        host = json.load(handle)["hosts"][0]
+    found, _outcomes = audit(host, healthy, [real(name)])
+    assert not set(found) & {"NCCLRUN-009", "NCCLRUN-010"}, found.keys()
