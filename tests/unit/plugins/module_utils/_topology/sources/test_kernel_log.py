@@ -2,6 +2,10 @@
 kernel logs posted publicly (tests/fixtures/realdata/kernel-pcie-bandwidth: each file as posted, PROVENANCE.md, and
 expected.json, what a person reads in each line), and what no log may do to the reader."""
 
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
 import json
 import os
 import time
