@@ -283,13 +283,27 @@ def _active_ports(facts):
             for p in d.get("ports") or [] if isinstance(p, dict) and p.get("state") == "ACTIVE"]
 
 
+def _could_not_open(ctx, source, view, value, where, devices, ports):
+    """NCCL_IB_HCA names active ports of the node, and NCCL found no device: it could not open them."""
+    ctx.finding("NCCL_IB_HCA", "NCCL_IB_HCA=%s (%s) names active ports of the node (%s), but NCCL found no device "
+                "(%s) and %s: the process could not open them (a container or VM without /dev/infiniband or the "
+                "verbs provider, a missing rdma-core, a VF not passed through)" % (
+                    value, where, ", ".join("%s:%s" % p for p in ports), ", ".join("NET/%s" % k for k in
+                                                                                   view["no_device"]),
+                    "used network %s" % view["network"] if view["network"] else "chose no RDMA network"),
+                dict(log_evidence(source, view, "network", *("no_device %s" % k for k in view["no_device"])),
+                     value=value, where=where, unmatched=[], devices=devices,
+                     active_rdma_ports=active_rdma_ports(ctx.facts), excluding=False))
+
+
 @host_rule(
     "NCCLRUN-011", "NCCL_IB_HCA names no RDMA device of the node", "fail",
     """The run set NCCL_IB_HCA (in its environment, or in nccl.conf) to devices the node does not have: a typo, a
     name from another server model, mlx5_N numbered differently after a firmware or slot change. NCCL then finds no
     HCA ("NET/IB : No device found") and falls back to TCP sockets (often over IPoIB) without an error, or, where
     only some entries are wrong, leaves those rails unused. The finding names the entries and the devices the node
-    has.""",
+    has. Where the entries do name active ports of the node and NCCL still found no device, the process could not
+    open them (a container or VM without the devices or the verbs library): that is a finding too.""",
     """Set NCCL_IB_HCA to the node's devices (ibv_devices, `rdma link show`; the nccl role writes it from the facts
     with fabric_nccl_mode: rdma), or leave it unset and let NCCL pick the HCAs nearest each GPU.""")
 def nccl_ib_hca(ctx):
@@ -311,13 +325,18 @@ def nccl_ib_hca(ctx):
         judged += 1
         ports = _active_ports(ctx.facts)
         if exclude:  # what is left once the list is taken out: none, and NCCL finds no HCA
-            if [p for p in ports if not any(hca_matches(e, exact, *p) for e in entries)] or not ports:
+            left = [p for p in ports if not any(hca_matches(e, exact, *p) for e in entries)]
+            if left and view["no_device"]:
+                _could_not_open(ctx, source, view, value, where, devices, left)
+            if left or not ports:
                 continue
             unmatched, none_left = entries, True
         else:
             unmatched = [e for e in entries if not any(hca_matches(e, exact, *p) for p in ports)]
             none_left = len(unmatched) == len(entries)
         if not unmatched:
+            if view["no_device"] and ports:
+                _could_not_open(ctx, source, view, value, where, devices, ports)
             continue
         shown = ", ".join(repr(n) if n != n.strip() else n + (":%d" % p if p is not None else "") for n, p in unmatched)
         said = "NCCL_IB_HCA=%s (%s): %s %s (it has %s; active ports %s)" % (

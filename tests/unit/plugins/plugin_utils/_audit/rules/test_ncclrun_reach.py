@@ -5,6 +5,7 @@ short logs written here by hand in NCCL's formats (marked HAND-WRITTEN). The fac
 and its broken twin (ACS redirect on its switch ports, an IOMMU translating DMA)."""
 
 import datetime
+import json
 import os
 
 import pytest
@@ -202,11 +203,36 @@ def test_an_ib_hca_that_matches_nothing_is_a_fail_with_the_devices_the_node_has(
 def test_ib_hca_as_nccl_matches_it(healthy, tmp_path, value, unmatched, severity):
     found, outcomes = audit("gpu-a", healthy, [written(tmp_path, HCA_TYPO.replace("mlx5_bond_0", value))])
     if unmatched is None:
+        # the value names active ports, and this log says NCCL found no device: it could not open them
+        [finding] = found["NCCLRUN-011"]
+        assert finding["evidence"]["unmatched"] == [] and finding["severity"] == "fail"
+        assert "but NCCL found no device (NET/IB) and used network Socket: the process could not open them" in (
+            finding["message"])
+        # the same value where NCCL opened the devices: nothing to say
+        opened = HCA_TYPO.replace("mlx5_bond_0", value).replace(
+            "NET/IB : No device found.", "NET/IB : Using [0]mlx5_0:1/IB ; OOB bond0.100:198.18.100.11<0>").replace(
+            "Using network Socket", "Using network IB")
+        found, outcomes = audit("gpu-a", healthy, [written(tmp_path, opened)])
         assert "NCCLRUN-011" not in found
         assert outcomes["NCCLRUN-011"]["status"] == "pass"
         return
     [finding] = found["NCCLRUN-011"]
     assert finding["evidence"]["unmatched"] == unmatched and finding["severity"] == severity
+
+
+def test_real_log_of_an_ib_hca_nccl_could_not_open(healthy):
+    """nccl#811: NCCL_IB_HCA=mlx5_1 in a KVM guest, "No device found", sockets over IPoIB. On a node whose facts
+    show mlx5_1 active (the hand-written node), NCCL could not open it; on one without it, the name matches nothing."""
+    found, _outcomes = audit("ZP-GPU-2", healthy, [real("d-ib-hca-mlx5_1-no-device-socket-ipoib-kvm-2.17.1-nccl811")])
+    [finding] = found["NCCLRUN-011"]
+    assert finding["severity"] == "fail" and finding["evidence"]["unmatched"] == []
+    assert "could not open them" in finding["message"] and "used network Socket" in finding["message"]
+    assert "No device found" in finding["evidence"]["no_device IB"]
+    renamed = json.loads(json.dumps(healthy).replace('"mlx5_1"', '"mlx5_x1"'))
+    found, _outcomes = audit("ZP-GPU-2", renamed, [real("d-ib-hca-mlx5_1-no-device-socket-ipoib-kvm-2.17.1-nccl811")])
+    [finding] = found["NCCLRUN-011"]
+    assert finding["evidence"]["unmatched"] == ["mlx5_1"]
+    assert "mlx5_1 matches no active port of the node" in finding["message"]
 
 
 def test_ib_hca_filter():
