@@ -1,0 +1,208 @@
+"""The bandwidth model of NCCL's collectives (issue 33): NCCL's own figures, hand-computed predictions, the curve
+against message size, what it does with bad shapes, the shape it reads off facts (the hand-written 8-GPU node and a
+real capture), and the stored corpus of published measurements it is held against (benchmarks/
+model_accuracy_bench.py prints the ratios)."""
+
+import copy
+import json
+import os
+
+import pytest
+
+from conftest import REALDATA
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import (
+    at_size, compute_capability, nvlink_per_link, pcie_gbytes, predict, shape_from_facts,
+)
+
+CORPUS = os.path.join(REALDATA, "nccl-tests-results")
+H100 = {"gpus": 8, "compute_capability": 9.0, "intra": "nvswitch", "nvlinks": 18, "pcie_generation": 5,
+        "pcie_width": 16, "rails": [{"name": "mlx5_%d" % i, "transport": "ib", "gbits": 400} for i in range(8)]}
+
+
+def test_nccls_own_figures():
+    # topo.cc: width x {15, 30, 60, 120, 240, 480} / 80 GB/s; Gen3 x16 is NCCL's PCI_BW of 12
+    assert [pcie_gbytes(g, 16) for g in (1, 2, 3, 4, 5, 6)] == [3.0, 6.0, 12.0, 24.0, 48.0, 96.0]
+    assert pcie_gbytes(4, 8) == 12.0 and pcie_gbytes(7, 16) is None and pcie_gbytes(4, None) is None
+    assert [nvlink_per_link(c) for c in (6.0, 7.0, 7.5, 8.0, 8.6, 8.9, 9.0, 10.0, None)] == [
+        18.0, 20.0, 20.0, 20.0, 12.0, 12.0, 20.6, 40.1, None]
+    assert [compute_capability(n) for n in ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB", "NVIDIA A40",
+                                            "NVIDIA GeForce RTX 4090", "Tesla V100-SXM2-32GB", "NVIDIA H200",
+                                            "Matrox G200", None)] == [9.0, 8.0, 8.6, 8.9, 7.0, 9.0, None, None]
+
+
+def test_one_node_nvswitch_ring_and_nvls_hand_computed():
+    ring = predict(H100, 1)
+    assert ring["busbw_gbytes_per_s"] == pytest.approx(18 * 20.6)
+    assert ring["limited_by"] == "NVLink through NVSwitch (18 links x 20.6 GB/s)" and ring["algorithm"] == "ring"
+    # NVLS: algorithm bandwidth 5/6 of the NVLink figure, times the all_reduce bus factor 2 x 7 / 8
+    nvls = predict(dict(H100, nvls=True), 1)
+    assert nvls["busbw_gbytes_per_s"] == pytest.approx(370.8 * 5 / 6 * 1.75, abs=0.001)
+    assert nvls["algorithm"] == "nvls"
+
+
+def test_the_curve_rises_from_latency_to_the_bus_figure():
+    found = predict(H100, 1)
+    sizes = [p["bytes"] for p in found["curve"]]
+    assert sizes[0] == 8 and sizes[-1] == 2 ** 33
+    busbw = [p["busbw_gbytes_per_s"] for p in found["curve"]]
+    assert busbw == sorted(busbw) and busbw[-1] < found["busbw_gbytes_per_s"]
+    assert found["curve"][0]["protocol"] == "LL" and found["curve"][-1]["protocol"] == "Simple"
+    # 8 B on 8 ranks with LL: 6.6 + 14 steps x 0.6 us = 15.0 us; bus bytes 2 x 7/8 x 8 = 14
+    assert found["curve"][0]["time_us"] == pytest.approx(15.0 + 14 / (1000 * 370.8 * 0.25), abs=0.001)
+    assert at_size(found, 2 ** 30) == found["curve"][27]["busbw_gbytes_per_s"]
+    assert at_size(found, 2 ** 40) == busbw[-1]
+
+
+def test_across_nodes_the_rails_add_up_and_two_nodes_run_a_tree():
+    shape = dict(H100, rails=[{"name": "mlx5_%d" % i, "transport": "ib", "gbits": 200} for i in range(4)])
+    three = predict(shape, 3)
+    assert three["busbw_gbytes_per_s"] == pytest.approx(4 * 25 * 0.96)  # NET_BW: 12 GB/s per 100 Gbit/s
+    assert three["limited_by"] == "network: 4 rails (4 x line rate (200 Gbit/s, ib))"
+    two = predict(shape, 2)
+    assert two["busbw_gbytes_per_s"] == pytest.approx(96 * 2 * 15 / 16) and two["algorithm"] == "tree"
+    # all_gather has no tree: the ring's figure, whatever the node count
+    assert predict(shape, 2, "all_gather")["busbw_gbytes_per_s"] == pytest.approx(96)
+    # eight 400G rails carry more than NVLink: the intra-node figure caps the two-node tree
+    assert predict(H100, 2)["limited_by"].startswith("NVLink through NVSwitch")
+
+
+def test_sockets_are_tcp_goodput_and_a_narrow_slot_or_gpu_side_caps_a_rail():
+    tcp = {"gpus": 1, "intra": "pcie", "rails": [{"name": "eth0", "transport": "socket", "gbits": 10}]}
+    found = predict(tcp, 2)
+    assert found["busbw_gbytes_per_s"] == pytest.approx(10 * 1448 / 1538 / 8, abs=0.001)
+    assert found["limited_by"] == "network: 1 rail (TCP goodput (10 Gbit/s at MTU 1500))"
+    slot = dict(tcp, rails=[{"name": "mlx5_0", "transport": "roce", "gbits": 200, "slot_gbytes_per_s": 12.0}])
+    assert predict(slot, 3)["limited_by"] == "network: 1 rail (PCIe slot)"
+    side = dict(tcp, pcie_generation=3, pcie_width=8,
+                rails=[{"name": "mlx5_0", "transport": "ib", "gbits": 100}])
+    assert predict(side, 3)["busbw_gbytes_per_s"] == pytest.approx(6.0)  # Gen3 x8: 8 x 60 / 80
+
+
+def test_pcie_peer_to_peer_through_intel_and_shared_memory_across_sockets():
+    pcie = {"gpus": 4, "intra": "pcie", "pcie_generation": 4, "pcie_width": 16}
+    assert predict(pcie, 1)["busbw_gbytes_per_s"] == pytest.approx(24.0)
+    assert predict(dict(pcie, through_cpu="intel"), 1)["busbw_gbytes_per_s"] == pytest.approx(20.0)
+    across = predict(dict(pcie, intra="shm", numa_crossing=True), 1)
+    assert across["busbw_gbytes_per_s"] == 10.0 and "intel-skylake assumed" in across["segments"][-1]["source"]
+    assert predict(dict(pcie, intra="shm", numa_crossing=True, cpu="amd-zen3"), 1)["busbw_gbytes_per_s"] == 24.0
+
+
+def test_what_cannot_be_known_is_said_not_guessed():
+    assert predict({"gpus": 1, "intra": "pcie"}, 1)["busbw_gbytes_per_s"] is None
+    unknown = predict({"gpus": 2, "intra": "nvlink", "nvlinks": 4}, 1)
+    assert unknown["busbw_gbytes_per_s"] is None and unknown["curve"] == []
+    assert unknown["limited_by"].startswith("not known: NVLink (4 links, generation unknown)")
+
+
+@pytest.mark.parametrize("shape, nodes, message", [
+    ("x", 1, "shape: expected a mapping"),
+    ({"gpus": 0, "intra": "pcie"}, 1, "gpus: 0 is outside 1..1024"),
+    ({"gpus": True, "intra": "pcie"}, 1, "gpus: expected a whole number, got True"),
+    ({"gpus": 2, "intra": "nvlinks"}, 1, "intra: expected one of nvswitch, nvlink, pcie, shm, got 'nvlinks'"),
+    ({"gpus": 2, "intra": "nvswitch"}, 1, "nvlinks: nvswitch needs the number of NVLinks per GPU"),
+    ({"gpus": 2, "intra": "pcie", "nvls": True}, 1, "nvls: NVLink SHARP needs intra nvswitch, not pcie"),
+    ({"gpus": 2, "intra": "pcie", "cpu": "z80"}, 1, "cpu: expected one of"),
+    ({"gpus": 2, "intra": "pcie"}, 2, "rails: 2 nodes need at least one rail"),
+    ({"gpus": 2, "intra": "pcie", "rails": [{"transport": "ib", "gbits": float("nan")}]}, 2,
+     "rails[0].gbits: expected a finite number, got nan"),
+    ({"gpus": 2, "intra": "pcie", "rails": [{"transport": "ib", "gbits": 100, "mtu": 9000.5}]}, 2,
+     "rails[0].mtu: expected a whole number, got 9000.5"),
+    ({"gpus": 2, "intra": "pcie", "rails": [{"transport": "tcp", "gbits": 100}]}, 2,
+     "rails[0].transport: expected one of ib, roce, efa, plugin, socket, got 'tcp'"),
+    ({"gpus": 2, "intra": "pcie", "rails": ["mlx5_0"]}, 2, "rails[0]: expected a mapping, got 'mlx5_0'"),
+    ({"gpus": 2, "intra": "pcie"}, 0, "nodes: 0 is outside 1..100000"),
+])
+def test_bad_shapes_name_the_key(shape, nodes, message):
+    with pytest.raises(ModelError) as raised:
+        predict(shape, nodes)
+    assert message in str(raised.value)
+    with pytest.raises(ModelError, match="collective: expected one of"):
+        predict({"gpus": 2, "intra": "pcie"}, 1, "alltoall")
+
+
+def test_shape_from_the_hand_written_node(healthy):
+    shape = shape_from_facts(healthy)
+    # its GPUs sit under two sockets (pairs across them are SYS): shared memory through the CPUs, by NCCL's default
+    assert (shape["gpus"], shape["intra"], shape["pcie_generation"], shape["pcie_width"]) == (8, "shm", 5, 16)
+    assert shape["numa_crossing"]
+    assert [(r["name"], r["transport"], r["gbits"]) for r in shape["rails"]] == [
+        ("mlx5_%d" % i, "roce", 400) for i in range(8)]  # RoCE ports (Ethernet link layer)
+    assert "NVLink is not in the facts: the GPUs' PCIe paths are the intra-node figure" in shape["notes"]
+    two = predict(shape, 2)
+    assert two["busbw_gbytes_per_s"] == pytest.approx(10.0)  # the socket interconnect inside the node caps it
+    assert two["limited_by"] == "socket interconnect (intel-skylake)"
+    one_socket = dict(shape, intra="pcie", numa_crossing=False)
+    assert predict(one_socket, 3)["busbw_gbytes_per_s"] == pytest.approx(48.0)  # Gen5 x16 peer to peer
+    tcp = shape_from_facts(healthy, "tcp")
+    assert tcp["rails"] and all(r["transport"] == "socket" for r in tcp["rails"])
+    assert any(n.startswith("no training interface given: the NIC nearest each GPU is its rail") for n in tcp["notes"])
+
+
+def test_shape_from_a_node_whose_gpus_meet_at_the_cpu(healthy):
+    facts = copy.deepcopy(healthy)
+    for path in facts["paths"]["gpu_gpu"]:
+        path["type"] = "SYS" if path["gpu"] != path["peer"] else path["type"]
+    shape = shape_from_facts(facts)
+    assert shape["intra"] == "shm" and shape["numa_crossing"]
+    assert predict(shape, 1)["limited_by"] == "socket interconnect (intel-skylake)"
+
+
+def test_shape_from_a_real_capture():
+    with open(os.path.join(REALDATA, "gpu-check-h200-vm", "facts.json")) as handle:
+        facts = json.load(handle)
+    facts = facts.get("gpuops_fabric") or facts
+    shape = shape_from_facts(facts)
+    # one H200 on Gen5 x16 in a VM, a virtio NIC without a speed: nothing to say across nodes, and one GPU alone
+    assert (shape["gpus"], shape["compute_capability"], shape["pcie_generation"], shape["rails"]) == (1, 9.0, 5, [])
+    assert "eth0: no link speed in the facts, left out" in shape["notes"]
+    assert predict(shape, 1)["limited_by"] == "one GPU on one node: no collective traffic"
+
+
+ODD = {"gpus": [{"address": "a", "link": "x"}], "paths": {"gpu_gpu": ["x", {"type": 5}]},
+       "rdma": [{"address": 5, "ports": "x"}], "nics": [7]}
+
+
+@pytest.mark.parametrize("facts", [None, {}, {"gpus": "x"}, ODD])
+def test_odd_facts_give_an_error_or_a_shape(facts):
+    try:
+        shape = shape_from_facts(facts)
+    except ModelError as error:
+        assert "facts:" in str(error)
+        return
+    predict(shape, 1)
+
+
+def _corpus():
+    return sorted(n for n in os.listdir(CORPUS) if os.path.isdir(os.path.join(CORPUS, n)))
+
+
+def test_the_corpus_holds_every_class_the_issue_names():
+    names = _corpus()
+    assert len(names) >= 20
+    docs = {}
+    for name in names:
+        for part in ("results.txt", "PROVENANCE.md", "expected.json", "shape.json"):
+            assert os.path.isfile(os.path.join(CORPUS, name, part)), (name, part)
+        with open(os.path.join(CORPUS, name, "expected.json")) as handle:
+            expected = json.load(handle)
+        with open(os.path.join(CORPUS, name, "shape.json")) as handle:
+            docs[name] = (expected, json.load(handle))
+    intra = set(e.get("intra") for e, _d in docs.values())
+    assert {"nvswitch", "pcie_p2p", "pcie_shm", "nvlink_bridge"} <= intra
+    transports = set(e.get("transport") for e, _d in docs.values())
+    assert {"ib", "roce", "socket", "efa"} <= transports
+    assert sum(1 for e, _d in docs.values() if e["poster_verdict"] == "bad") >= 2
+
+
+@pytest.mark.parametrize("name", _corpus())
+def test_every_stored_case_is_modelled_or_says_why(name):
+    with open(os.path.join(CORPUS, name, "shape.json")) as handle:
+        document = json.load(handle)
+    assert document["written_by_hand"]
+    if document["shape"] is None:
+        assert document["not_modelled"]
+        return
+    assert document["shape"]["notes"], "each shape says what came from the post"
+    found = predict(document["shape"], document["nodes"])
+    assert found["busbw_gbytes_per_s"] > 0 and found["limited_by"]
