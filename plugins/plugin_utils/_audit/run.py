@@ -11,6 +11,7 @@ __metaclass__ = type
 
 import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import switch_name, switch_port_name
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.allowed import allowed
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import (
     WINDOW_KEY, baseline_path, baseline_warnings, check_counters, percent_budget, read_baseline, window_seconds,
 )
@@ -156,6 +157,8 @@ def run_audit(inputs, today, generated_at, version=None):
                               if isinstance(audited[h][0].get("counters"), dict))
     # the key link facts, per GPU and interface (the Prometheus metrics are made from them)
     report["links"] = link_rows(dict((h, audited[h][0]) for h in audited))
+    # what the hardware allows NCCL's all_reduce, per host and for the audited hosts together (_audit/allowed.py)
+    report["allowed"] = allowed(audited)
     # each host's PCIe/NUMA tree with its links' states and the findings on each device (report.html draws them)
     report["topology"] = topology_trees(dict((h, audited[h][0]) for h in audited), findings)
     report["baseline"] = [{"path": p, "generated_at": baselines[p]["generated_at"], "hosts": len(baseline_hosts[p]),

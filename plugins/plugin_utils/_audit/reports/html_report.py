@@ -17,8 +17,8 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.topol
     CSS as TOPOLOGY_CSS, topology_svg,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
-    NCCL_COLUMNS, STABILITY_COLUMNS, THROUGHPUT_COLUMNS, cabling_cells, group_findings, hosts_by_failures, nccl_cells,
-    peer_label, stability_cells, throughput_cells, worst_severity, xml_safe,
+    ALLOWED_COLUMNS, NCCL_COLUMNS, STABILITY_COLUMNS, THROUGHPUT_COLUMNS, allowed_cells, allowed_rows, cabling_cells,
+    group_findings, hosts_by_failures, nccl_cells, peer_label, stability_cells, throughput_cells, worst_severity, xml_safe,
 )
 
 _CSS = """
@@ -121,6 +121,13 @@ def render_html(report):
                 '<table id="throughput"><thead><tr>%s</tr></thead><tbody>' % heads]
         for m in throughput:
             out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in throughput_cells(m, "")))
+        out.append("</tbody></table>")
+    if allowed_rows(report):
+        heads = "".join("<th>%s</th>" % esc(c) for c in ALLOWED_COLUMNS)
+        out += ["<h2>What the hardware allows NCCL's all_reduce (bus bandwidth, large messages)</h2>",
+                '<table id="allowed"><thead><tr>%s</tr></thead><tbody>' % heads]
+        for row in allowed_rows(report):
+            out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in allowed_cells(row, "")))
         out.append("</tbody></table>")
     if report.get("nccl"):
         heads = "".join("<th>%s</th>" % esc(c) for c in NCCL_COLUMNS)

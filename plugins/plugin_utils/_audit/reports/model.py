@@ -63,6 +63,39 @@ def cabling_cells(row, missing):
                                    row["mfs"] or missing)]
 
 
+ALLOWED_COLUMNS = ("host", "GPUs", "rails", "one node GB/s", "one node limited by", "nodes", "across nodes GB/s",
+                   "across nodes limited by")
+
+
+def allowed_cells(row, missing):
+    """A row of the report's allowed section (what the hardware allows NCCL's all_reduce) as table cells; the
+    cluster's row has the host "all audited hosts"."""
+    def figure(part):
+        value = _figure((part or {}).get("busbw_gbytes_per_s"), "%.4g")
+        return value if value is not None else missing
+    if row.get("problem") and not row.get("node"):
+        return [str(row["host"]), missing, missing, missing, str(row["problem"]), missing, missing, missing]
+    across = row.get("across") or {}
+    return [str(c) for c in (
+        row["host"], row.get("gpus") if row.get("gpus") is not None else missing, ", ".join(row.get("rails") or [])
+        or missing, figure(row.get("node")), (row.get("node") or {}).get("limited_by") or missing,
+        row.get("nodes") or missing, figure(across) if across else missing,
+        across.get("limited_by") or row.get("problem") or missing)]
+
+
+def allowed_rows(report):
+    """The allowed section's rows, the cluster's last (as a row of its own)."""
+    section = report.get("allowed") if isinstance(report.get("allowed"), dict) else {}
+    rows = [r for r in section.get("hosts") or [] if isinstance(r, dict)]
+    cluster = section.get("cluster")
+    if isinstance(cluster, dict) and rows:
+        rows.append({"host": "all audited hosts (slowest: %s)" % (cluster.get("slowest_host") or "-"),
+                     "gpus": None, "rails": [], "node": None, "nodes": cluster.get("nodes"),
+                     "across": {"busbw_gbytes_per_s": cluster.get("busbw_gbytes_per_s"),
+                                "limited_by": cluster.get("limited_by")}, "problem": None})
+    return rows
+
+
 THROUGHPUT_COLUMNS = ("host", "peer", "network", "Gbit/s", "expected", "retransmitted", "ping idle p50 ms",
                       "ping under load p50 / p99 / max ms", "loss under load", "basis")
 

@@ -56,6 +56,10 @@ FAMILIES = (
                                        "basis boot: the total since boot."),
     ("gpuops_fabric_stability_rate_per_second", "Growth of a stability counter per second of the window."),
     ("gpuops_fabric_tcp_retransmit_ratio", "Share of the host's TCP segments sent again over the window."),
+    ("gpuops_fabric_nccl_allreduce_allowed_bytes_per_second", "Bus bandwidth the hardware allows NCCL's all_reduce "
+                                                              "of large messages (bytes/s); scope: node (the host "
+                                                              "alone), nodes (all audited hosts like it) or cluster "
+                                                              "(host empty: the slowest host's)."),
 )
 
 
@@ -154,6 +158,19 @@ def _samples(report):
                 count / float(window) if count is not None and window else None)
         percent = finite(row.get("tcp_retransmit_percent"), 0, 100)
         put("gpuops_fabric_tcp_retransmit_ratio", labels, None if percent is None else percent / 100.0)
+    section = report.get("allowed") if isinstance(report.get("allowed"), dict) else {}
+    for row in section.get("hosts") or []:
+        if not isinstance(row, dict):
+            continue
+        for scope, key in (("node", "node"), ("nodes", "across")):
+            rate = finite((row.get(key) or {}).get("busbw_gbytes_per_s"), 0, COUNT_MAX)
+            put("gpuops_fabric_nccl_allreduce_allowed_bytes_per_second", [("host", row.get("host")),
+                                                                          ("scope", scope)],
+                None if rate is None else int(round(rate * 1e9)))
+    cluster = section.get("cluster") if isinstance(section.get("cluster"), dict) else {}
+    rate = finite(cluster.get("busbw_gbytes_per_s"), 0, COUNT_MAX)
+    put("gpuops_fabric_nccl_allreduce_allowed_bytes_per_second", [("host", ""), ("scope", "cluster")],
+        None if rate is None else int(round(rate * 1e9)))
     return found
 
 

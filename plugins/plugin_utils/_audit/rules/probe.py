@@ -15,7 +15,12 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import (
     by_pair, goodput, median, pair_subject, runs_said,
 )
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log_view import merge_sections
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.allowed import run_figure
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import default
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import at_size
 
 MIN_FRACTION = default("fabric_probe_min_fraction")  # where the probe results do not carry it
 
@@ -206,7 +211,10 @@ def probe_errors(ctx):
     "PROBE-005", "NCCL all-reduce not measured or below expectation", "warn",
     """Where nccl-tests is installed, all_reduce_perf shows what NCCL reaches over the paths the other checks looked
     at. Not installed is information only. With fabric_nccl_tests_expected_busbw set, a peak bus bandwidth below the
-    configured fraction of it is a warning; a run that produced no table is a warning too.""",
+    configured fraction of it is a warning; without it, the peak is held against what the hardware allows at the
+    same message size (the model of NCCL's collectives from the facts: NVLink or PCIe inside the node, the rails
+    between nodes), and the finding names the segment that caps it and what the run's own NCCL log says (sockets, host
+    memory, GPUDirect RDMA off). A run that produced no table is a warning too.""",
     """Install nccl-tests (github.com/NVIDIA/nccl-tests) to measure; compare NCCL_DEBUG=INFO output with the
     interfaces and HCAs the nccl role chose.""")
 def probe_nccl(ctx):
@@ -226,9 +234,69 @@ def probe_nccl(ctx):
     expected = probes.get("nccl_expected_busbw")
     fraction = probes.get("min_fraction") or MIN_FRACTION
     peak = result.get("max_busbw")
-    if expected and peak is not None and peak < fraction * float(expected):
-        ctx.finding("nccl-tests", "all_reduce_perf %s peaks at %.3g GB/s bus bandwidth, %d%% of the %.3g GB/s "
-                    "expected (below %d%%)" % (scope, peak, round(100.0 * peak / float(expected)), float(expected),
-                                               round(100 * fraction)),
-                    {"max_busbw": peak, "avg_busbw": result.get("avg_busbw"), "expected_busbw": expected,
-                     "rows": [(r["bytes"], r["busbw"]) for r in result["rows"]]})
+    if expected:
+        if peak is not None and peak < fraction * float(expected):
+            ctx.finding("nccl-tests", "all_reduce_perf %s peaks at %.3g GB/s bus bandwidth, %d%% of the %.3g GB/s "
+                        "expected (below %d%%)" % (scope, peak, round(100.0 * peak / float(expected)),
+                                                   float(expected), round(100 * fraction)),
+                        {"max_busbw": peak, "avg_busbw": result.get("avg_busbw"), "expected_busbw": expected,
+                         "rows": [(r["bytes"], r["busbw"]) for r in result["rows"]]})
+        return
+    _against_the_model(ctx, result, scope, fraction)
+
+
+def _run_nodes(result):
+    """(nodes, GPUs per node) of an nccl-tests run from the ranks it listed; (1, None) where it listed none."""
+    ranks = [r for r in result.get("ranks") or [] if isinstance(r, dict) and isinstance(r.get("host"), str)]
+    hosts = sorted(set(r["host"] for r in ranks))
+    if not hosts:
+        return 1, None
+    return len(hosts), max(sum(1 for r in ranks if r["host"] == h) for h in hosts)
+
+
+def _run_said(result):
+    """What the run's own NCCL log says that explains a shortfall: [(text, rule id)]."""
+    parsed = result.get("nccl_log")
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("sections"), dict):
+        return []
+    view = merge_sections([s for s in parsed["sections"].values() if isinstance(s, dict)])
+    said = []
+    if view.get("network") == "Socket":
+        said.append(("NCCL used TCP sockets between the nodes", "NCCLRUN-001"))
+    if view.get("p2p_off") or view.get("shm"):
+        said.append(("GPUs exchanged data through host memory, not peer to peer", "NCCLRUN-009"))
+    if any(isinstance(g, dict) and g.get("enabled") is False for g in view.get("gdr") or []):
+        said.append(("GPUDirect RDMA was disabled", "NCCLRUN-004"))
+    return said
+
+
+def _against_the_model(ctx, result, scope, fraction):
+    """No figure given: the measured peak against what the hardware allows at the same message size."""
+    rows = [r for r in result["rows"] if isinstance(r, dict) and finite(r.get("busbw"), 0) is not None
+            and isinstance(r.get("bytes"), int)]
+    if not rows:
+        return
+    best = max(rows, key=lambda r: r["busbw"])
+    nodes, per_node = _run_nodes(result)
+    try:
+        prediction = run_figure(ctx.facts, ctx.expect, nodes, per_node)
+    except ModelError as error:
+        raise NotApplicable("no fabric_nccl_tests_expected_busbw, and the model has no figure: %s" % error)
+    allowed = at_size(prediction, best["bytes"])
+    if allowed is None:
+        raise NotApplicable("no fabric_nccl_tests_expected_busbw, and the model has no figure: %s"
+                            % prediction["limited_by"])
+    if best["busbw"] >= fraction * allowed:
+        return
+    said = _run_said(result)
+    ctx.finding("nccl-tests", "all_reduce_perf %s peaks at %.3g GB/s bus bandwidth at %d bytes, %d%% of the %.3g GB/s "
+                "the hardware allows there on %d node%s (%s, %s; below %d%%)%s" % (
+                    scope, best["busbw"], best["bytes"], round(100.0 * best["busbw"] / allowed), allowed, nodes,
+                    "" if nodes == 1 else "s", prediction["algorithm"], prediction["limited_by"],
+                    round(100 * fraction),
+                    "; the run's log: " + "; ".join("%s (%s)" % s for s in said) if said else ""),
+                {"max_busbw": best["busbw"], "bytes": best["bytes"], "allowed_busbw": allowed,
+                 "allowed_large_busbw": prediction["busbw_gbytes_per_s"], "limited_by": prediction["limited_by"],
+                 "algorithm": prediction["algorithm"], "nodes": nodes, "gpus_per_node": per_node,
+                 "explained_by": [s[1] for s in said], "model_notes": prediction["notes"],
+                 "rows": [(r["bytes"], r["busbw"]) for r in rows]})

@@ -12,7 +12,10 @@ import pytest
 from conftest import REALDATA
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import (
-    at_size, compute_capability, nvlink_per_link, pcie_gbytes, predict, shape_from_facts,
+    at_size, nvlink_per_link, pcie_gbytes, predict,
+)
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.node_shape import (
+    compute_capability, shape_from_facts,
 )
 
 CORPUS = os.path.join(REALDATA, "nccl-tests-results")
@@ -206,3 +209,46 @@ def test_every_stored_case_is_modelled_or_says_why(name):
     assert document["shape"]["notes"], "each shape says what came from the post"
     found = predict(document["shape"], document["nodes"])
     assert found["busbw_gbytes_per_s"] > 0 and found["limited_by"]
+
+
+ODD_VALUES = (None, "x", 5, -1, 1e308, float("nan"), True, [], {}, [1, "a"], {"a": [1]})
+
+
+def _mutations(facts):
+    """(where, facts) with one value the adapter reads replaced by each odd value."""
+    for key in ("gpus", "rdma", "nics"):
+        for field in sorted(set(k for item in facts.get(key) or [] for k in item)):
+            for odd in ODD_VALUES:
+                copied = copy.deepcopy(facts)
+                copied[key][0][field] = odd
+                yield "%s[0].%s=%r" % (key, field, odd), copied
+        for odd in ODD_VALUES:
+            copied = copy.deepcopy(facts)
+            copied[key] = odd
+            yield "%s=%r" % (key, odd), copied
+    for kind in ("gpu_gpu", "gpu_nic", "nearest_nics"):
+        for odd in ODD_VALUES:
+            copied = copy.deepcopy(facts)
+            copied["paths"][kind] = odd
+            yield "paths.%s=%r" % (kind, odd), copied
+            copied = copy.deepcopy(facts)
+            if isinstance(copied["paths"][kind], list) and copied["paths"][kind]:
+                for field in list(copied["paths"][kind][0]):
+                    copied["paths"][kind][0][field] = odd
+                yield "paths.%s[0].*=%r" % (kind, odd), copied
+
+
+def test_no_value_in_the_facts_makes_the_adapter_raise_anything_but_model_error(healthy, broken):
+    tried = 0
+    for facts in (healthy, broken):
+        for where, mutated in _mutations(facts):
+            for mode in (None, "tcp", "rdma"):
+                tried += 1
+                try:
+                    shape = shape_from_facts(mutated, mode, "bond0.100" if mode == "tcp" else None)
+                    predict(shape, 2)
+                except ModelError:
+                    pass
+                except Exception as error:  # pylint: disable=broad-except
+                    raise AssertionError("%s (mode %s): %r" % (where, mode, error))
+    assert tried > 1000

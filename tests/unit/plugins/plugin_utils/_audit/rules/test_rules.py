@@ -421,3 +421,40 @@ def test_probe_nccl(healthy):
     assert of(run(healthy, fine)[0], "PROBE-005") == []
     broken = _probe_expect(nccl={"installed": True, "rows": [], "error": "exit status 1: NCCL failure"})
     assert "gave no result: exit status 1" in of(run(healthy, broken)[0], "PROBE-005")[0]["message"]
+
+
+def test_probe_nccl_without_a_figure_is_held_against_the_model(healthy):
+    """No fabric_nccl_tests_expected_busbw: the hand-written node's GPUs meet across its two sockets, so one node's
+    all_reduce is capped by the socket interconnect (NCCL's 10 GB/s, the CPU model not being in the facts)."""
+    ranks = [{"rank": i, "host": "gpu-a", "device": i, "bus": "x", "name": "H100"} for i in range(8)]
+    low = _probe_expect(nccl={"installed": True, "rows": [{"bytes": 1 << 30, "busbw": 3.0}, {"bytes": 8, "busbw": 0.0}],
+                              "max_busbw": 3.0, "ranks": ranks})
+    [found] = of(run(healthy, low)[0], "PROBE-005")
+    assert found["severity"] == "warn"
+    assert found["message"].startswith("all_reduce_perf on this node peaks at 3 GB/s bus bandwidth at 1073741824 "
+                                       "bytes, 30% of the 9.99 GB/s the hardware allows there on 1 node (ring, "
+                                       "socket interconnect (intel-skylake); below 80%)")
+    assert found["evidence"]["gpus_per_node"] == 8 and found["evidence"]["explained_by"] == []
+    fine = _probe_expect(nccl={"installed": True, "rows": [{"bytes": 1 << 30, "busbw": 9.0}], "max_busbw": 9.0,
+                               "ranks": ranks})
+    assert of(run(healthy, fine)[0], "PROBE-005") == []
+    # across two nodes through a launcher, with the run's own log saying sockets: the finding names it
+    two = ranks + [dict(r, host="gpu-b", rank=r["rank"] + 8) for r in ranks]
+    log = {"sections": {"gpu-a": {"network": "Socket"}}, "hosts": ["gpu-a"]}
+    socket = _probe_expect(nccl={"installed": True, "rows": [{"bytes": 1 << 30, "busbw": 1.0}], "max_busbw": 1.0,
+                                 "ranks": two, "nccl_log": log}, nccl_scope="launcher")
+    [found] = of(run(healthy, socket)[0], "PROBE-005")
+    assert "on 2 nodes" in found["message"] and found["evidence"]["nodes"] == 2
+    assert found["evidence"]["explained_by"] == ["NCCLRUN-001"]
+    assert "the run's log: NCCL used TCP sockets between the nodes (NCCLRUN-001)" in found["message"]
+    # rows a hand-written result may hold: none usable is no finding and no crash
+    odd = _probe_expect(nccl={"installed": True, "rows": [{"bytes": "1G", "busbw": "x"}, "row"], "max_busbw": None})
+    assert of(run(healthy, odd)[0], "PROBE-005") == []
+
+
+def test_probe_nccl_on_a_node_the_model_cannot_figure_is_not_applicable(healthy):
+    facts = dict(healthy, gpus=[])
+    rows = [{"bytes": 1 << 30, "busbw": 3.0}]
+    _findings, outcomes = run(facts, _probe_expect(nccl={"installed": True, "rows": rows, "max_busbw": 3.0}))
+    assert outcomes["PROBE-005"][0] == "not_applicable"
+    assert "the model has no figure: facts: no GPUs on this node" in outcomes["PROBE-005"][1]

@@ -1,0 +1,223 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""A node's shape for the model of NCCL's collectives (collective.py), read off its facts: the GPUs, how they reach
+each other, and the rails NCCL would use between nodes. Facts of any shape give a shape or a ModelError, nothing
+else."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import nic_link
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import ports_under
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import (
+    CPU_LINK, CPU_LINK_DEFAULT, pcie_gbytes,
+)
+
+# ---- from the facts -------------------------------------------------------------------------------------------
+# A GPU's compute capability from its marketing name (NVML's name), for NCCL's per-NVLink figure: the first pattern
+# found in the upper-cased name wins. Names from NVIDIA's CUDA GPUs list (developer.nvidia.com/cuda-gpus).
+CC_BY_NAME = (("GB200", 10.0), ("B200", 10.0), ("B100", 10.0), ("GH200", 9.0), ("H100", 9.0), ("H200", 9.0),
+              ("H800", 9.0), ("H20", 9.0), ("L40", 8.9), ("L4", 8.9), ("RTX 40", 8.9), ("RTX 6000 ADA", 8.9),
+              ("A100", 8.0), ("A800", 8.0), ("A30", 8.0), ("A40", 8.6), ("A10", 8.6), ("A16", 8.6), ("A2", 8.6),
+              ("RTX A", 8.6), ("RTX 30", 8.6), ("V100", 7.0), ("TITAN V", 7.0), ("T4", 7.5), ("RTX 20", 7.5),
+              ("P100", 6.0))
+_PATH_ORDER = ("NVL", "PIX", "PXB", "PXN", "PHB", "NODE", "SYS")
+
+
+def compute_capability(name):
+    """The compute capability a GPU name implies, or None."""
+    upper = name.upper() if isinstance(name, str) else ""
+    for pattern, value in CC_BY_NAME:
+        if pattern in upper:
+            return value
+    return None
+
+
+def _side(link, side):
+    part = (link or {}).get(side) if isinstance(link, dict) else None
+    return part if isinstance(part, dict) else {}
+
+
+def _int(value, low, high):
+    return value if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high else None
+
+
+def _link_figure(link):
+    """NCCL's GB/s of a link fact: the best generation (a GPU lowers it at idle) at the width it trained to now."""
+    best, now = _side(link, "max"), _side(link, "current")
+    generation = _int(best.get("generation"), 1, 6) or _int(now.get("generation"), 1, 6)
+    width = _int(now.get("width"), 1, 32) or _int(best.get("width"), 1, 32)
+    return generation, width, pcie_gbytes(generation, width)
+
+
+def _records(value, key="address"):
+    """The mappings of a facts list whose ``key`` is a text (facts of another shape give none)."""
+    return [r for r in value if isinstance(r, dict) and isinstance(r.get(key), str)] if isinstance(value, list) else []
+
+
+def _paths(facts, kind):
+    paths = facts.get("paths") if isinstance(facts.get("paths"), dict) else {}
+    return _records(paths.get(kind), "gpu")
+
+
+def _worst_path(facts, gpus):
+    addresses = set(g.get("address") for g in gpus)
+    worst = None
+    for path in _paths(facts, "gpu_gpu"):
+        if path.get("gpu") not in addresses or not isinstance(path.get("peer"), str) or path["peer"] not in addresses:
+            continue
+        kind = path.get("type") if isinstance(path.get("type"), str) else None
+        if kind in _PATH_ORDER and (worst is None or _PATH_ORDER.index(kind) > _PATH_ORDER.index(worst)):
+            worst = kind
+    return worst
+
+
+def _gpu_nic_path(facts, gpu, nic):
+    for path in _paths(facts, "gpu_nic"):
+        if path.get("gpu") == gpu and path.get("nic") == nic:
+            return path
+    return None
+
+
+def _rail_gpu_side(facts, gpus, nic_address, notes):
+    """The narrowest GPU side of a rail: the GPUs' links, the links above them, a socket crossing."""
+    figures, crossing = [], False
+    for gpu in gpus:
+        figure = _link_figure(gpu.get("link"))[2]
+        if figure is not None:
+            figures.append((figure, "GPU link"))
+        path = _gpu_nic_path(facts, gpu.get("address"), nic_address) or {}
+        for link in path.get("links") if isinstance(path.get("links"), list) else []:
+            if isinstance(link, dict) and link.get("device") not in (gpu.get("address"), nic_address):
+                upstream = pcie_gbytes(_int(link.get("generation"), 1, 6), _int(link.get("width"), 1, 32))
+                if upstream is not None:
+                    figures.append((upstream, "upstream link %s" % link.get("device")))
+        crossing = crossing or path.get("type") == "SYS"
+    if crossing:
+        figures.append((CPU_LINK[CPU_LINK_DEFAULT], "socket crossing"))
+        notes.append("a GPU reaches its NIC across sockets: the socket interconnect counted at NCCL's %s figure "
+                     "(the CPU model is not in the facts)" % CPU_LINK_DEFAULT)
+    if not figures:
+        return None, "GPU link"
+    return min(figures)
+
+
+def _interface_rail(facts, interface, gpus, notes):
+    """The one rail of NCCL's sockets on ``interface``: the ports under it (a VLAN's parent, a bond's legs, over
+    which NCCL's flows hash) at their speeds added up, at the interface's own MTU; None (with a note) where the facts
+    lack the interface or a port's speed."""
+    named = [n for n in _records(facts.get("nics"), "name") if n.get("name") == interface]
+    try:
+        ports = ports_under(facts, interface) if named else []
+    except (KeyError, TypeError, AttributeError):
+        ports = []
+    if not ports:
+        notes.append("%s: not in the facts, or no PCIe port under it; no rail" % interface)
+        return None
+    speeds = [finite(p.get("speed_mbps"), 1) for p in ports]
+    if None in speeds:
+        notes.append("%s: a port under it has no link speed in the facts; no rail" % interface)
+        return None
+    slots = [_link_figure(nic_link(p))[2] for p in ports]
+    mtu = named[0].get("mtu") if _int(named[0].get("mtu"), 576, 65536) else 1500
+    side, what = _rail_gpu_side(facts, gpus, ports[0].get("address"), notes)
+    if len(ports) > 1:
+        count = len(ports)
+        notes.append("%s: %d ports under it, their speeds added (NCCL's flows hash over them)" % (interface, count))
+    return {"name": interface, "transport": "socket", "gbits": sum(speeds) / 1000.0, "mtu": mtu,
+            "slot_gbytes_per_s": sum(slots) if None not in slots else None, "gpu_side_gbytes_per_s": side,
+            "gpu_side": what}
+
+
+def shape_from_facts(facts, mode=None, interface=None):
+    """A node shape for predict() from a node's facts, and the notes of what it assumed.
+
+    ``mode`` rdma or tcp (None: rdma where an active RDMA port is nearest some GPU, else tcp); ``interface``: the
+    training interface for tcp (None: the NIC nearest each GPU is its rail, as a host without an intent gets it).
+    NVLink is not in the facts yet: the GPUs are judged by their PCIe paths (peer to peer up to a PCIe switch, shared
+    memory through the CPU beyond: NCCL's default on Intel, the CPU model not being in the facts)."""
+    if not isinstance(facts, dict):
+        raise ModelError("facts: expected a mapping, got %r" % (facts,))
+    gpus = _records(facts.get("gpus"))
+    if not gpus:
+        raise ModelError("facts: no GPUs on this node; nothing to predict")
+    others = sorted(set(str(g.get("vendor")) for g in gpus if g.get("vendor") not in (None, "nvidia")))
+    if others:
+        raise ModelError("facts: the node's GPUs are %s: the model holds NCCL's figures for NVIDIA GPUs (RCCL and "
+                         "others are not modelled)" % ", ".join(others))
+    notes = []
+    names = sorted(set(g.get("name") for g in gpus if isinstance(g.get("name"), str)))
+    capability = min([c for c in (compute_capability(n) for n in names) if c is not None] or [None]) \
+        if names else None
+    links = [_link_figure(g.get("link")) for g in gpus]
+    known = [l for l in links if l[2] is not None]
+    generation, width = (min(known, key=lambda l: l[2])[:2]) if known else (None, None)
+    worst = _worst_path(facts, gpus)
+    shape = {"gpus": len(gpus), "compute_capability": capability, "intra": "pcie", "pcie_generation": generation,
+             "pcie_width": width, "rails": [], "notes": notes}
+    if len(gpus) > 1:
+        if worst in ("PHB", "NODE", "SYS"):
+            shape["intra"] = "shm"
+            shape["numa_crossing"] = worst == "SYS"
+            notes.append("GPUs meet at the CPU (%s): NCCL's default on Intel moves their traffic through host memory"
+                         % worst)
+        notes.append("NVLink is not in the facts: the GPUs' PCIe paths are the intra-node figure")
+    active = {}
+    for device in _records(facts.get("rdma")):
+        ports = [p for p in _records(device.get("ports"), "state") if p["state"] == "ACTIVE"]
+        if ports:
+            active[device["address"]] = (device, ports[0])
+    nics = dict((n["address"], n) for n in _records(facts.get("nics")))
+    if mode is None:
+        mode = "rdma" if any(n["nic"] in active for g in gpus for n in _records(g.get("nearest_nics"), "nic")) \
+            else "tcp"
+    by_rail = {}
+    if mode == "rdma":
+        for gpu in gpus:
+            near = [n["nic"] for n in _records(gpu.get("nearest_nics"), "nic") if n["nic"] in active]
+            if near:
+                by_rail.setdefault(near[0], []).append(gpu)
+        for address in sorted(by_rail):
+            device, port = active[address]
+            side, what = _rail_gpu_side(facts, by_rail[address], address, notes)
+            nic = nics.get(address) or {}
+            rail = {"name": str(device.get("name") or address), "gbits": port.get("rate_gbps"),
+                    "transport": "roce" if port.get("link_layer") == "Ethernet" else "ib",
+                    "slot_gbytes_per_s": _link_figure(nic.get("link") or nic.get("pci_link"))[2],
+                    "gpu_side_gbytes_per_s": side, "gpu_side": what}
+            if finite(rail["gbits"], 0.001) is not None:
+                shape["rails"].append(rail)
+        notes.append("rails: the active RDMA port nearest each GPU (%s)" % ", ".join(r["name"] for r in shape["rails"]))
+    else:
+        candidates = []
+        if interface:
+            rail = _interface_rail(facts, interface, gpus, notes)
+            if rail:
+                shape["rails"].append(rail)
+        else:
+            for gpu in gpus:
+                near = [nics[n["nic"]] for n in _records(gpu.get("nearest_nics"), "nic")
+                        if n["nic"] in nics and nics[n["nic"]].get("carrier") is True]
+                if near:
+                    by_rail.setdefault(near[0]["address"], []).append(gpu)
+            candidates = [nics[a] for a in sorted(by_rail)]
+            notes.append("no training interface given: the NIC nearest each GPU is its rail (%s)"
+                         % ", ".join(sorted(str(n.get("name") or "?") for n in candidates)))
+        for nic in candidates:
+            speed = nic.get("speed_mbps")
+            if finite(speed, 1) is None:
+                notes.append("%s: no link speed in the facts, left out" % nic.get("name"))
+                continue
+            mtu = nic.get("mtu") if _int(nic.get("mtu"), 576, 65536) else 1500
+            side, what = _rail_gpu_side(facts, by_rail.get(nic.get("address")) or gpus, nic.get("address"), notes)
+            shape["rails"].append({"name": str(nic.get("name") or nic.get("address")), "transport": "socket",
+                                   "gbits": speed / 1000.0, "mtu": mtu,
+                                   "slot_gbytes_per_s": _link_figure(nic_link(nic))[2],
+                                   "gpu_side_gbytes_per_s": side, "gpu_side": what})
+    return shape
