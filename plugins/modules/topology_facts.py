@@ -226,6 +226,10 @@ ansible_facts:
             - C(link_state) is V(ok), V(degraded) (width below maximum, or generation below maximum while NVML says
               the GPU is busy), V(idle) (generation below maximum while idle or without NVML; cannot judge) or
               V(unknown); C(link_state_reason) says why.
+            - C(nvlink) is the GPU's NVLinks, from NVML live or from the nvlink elements of an NCCL topology dump
+              (C(null) where neither tells), with C(links) (active links; V(0) where NVML says the GPU has none),
+              C(version), C(to_switch) (links to NVSwitches), C(peers) (list of C(address) and C(links), the GPUs
+              linked directly) and C(source).
           type: list
           elements: dict
           returned: when gpu is gathered

@@ -190,6 +190,9 @@ def build_facts(topo, subsets, nvml_status=None):
         paths = _paths(topo, gpus, nic_functions)
     if "gpu" in subsets:
         facts["gpus"] = [_gpu_fact(topo, i, d, paths) for i, d in enumerate(gpus)]
+        addresses = set(d.address for d in gpus)
+        for fact in facts["gpus"]:
+            fact["nvlink"] = _nvlink_fact(topo, fact["address"], addresses)
     if "nic" in subsets:
         facts["nics"] = _nic_facts(topo)
     if "rdma" in subsets:
@@ -271,6 +274,26 @@ def _gpu_fact(topo, index, dev, paths):
         "facts_from": "nvml" if info is not None else topo.source,
         "nearest_nics": nearest,
     }
+
+
+def _nvlink_fact(topo, address, gpus):
+    """A GPU's NVLinks: {"links", "version", "to_switch", "peers": [{"address", "links"}], "source"}, from NVML or
+    else an NCCL dump; None where neither tells. A remote of unknown type is a peer when it is a GPU of the node and
+    an NVSwitch otherwise (NVSwitches are PCI functions of their own, never GPUs)."""
+    info = topo.gpu_info.get(address)
+    found, source = (info.nvlink, "nvml") if info is not None and info.nvlink is not None else (
+        topo.nvlink.get(address), topo.source)
+    if not isinstance(found, dict):
+        return None
+    peers, to_switch = {}, 0
+    for remote, entry in sorted((found.get("remotes") or {}).items()):
+        kind = entry.get("type") or ("gpu" if remote in gpus else "switch")
+        if kind == "switch":
+            to_switch += entry["links"]
+        elif remote != address:
+            peers[remote] = peers.get(remote, 0) + entry["links"]
+    return {"links": found.get("links") or 0, "version": found.get("version"), "to_switch": to_switch,
+            "peers": [{"address": a, "links": n} for a, n in sorted(peers.items())], "source": source}
 
 
 def _round(value):

@@ -194,6 +194,9 @@ class GpuInfo:
     current_generation: Optional[int] = None
     current_width: Optional[int] = None
     performance_state: Optional[int] = None
+    # NVML's NVLink answer: {"links": active links, "version": NVLink version, "remotes": {address: {"links", "type"}}}
+    # ("type" gpu, switch or None), {"links": 0, ...} where NVML says the GPU has none, None where it could not tell
+    nvlink: Optional[Dict[str, object]] = None
 
 
 @dataclass
@@ -206,6 +209,8 @@ class Topology:
     bonds: Dict[str, Bond] = field(default_factory=dict)
     vlans: Dict[str, Vlan] = field(default_factory=dict)
     gpu_info: Dict[str, GpuInfo] = field(default_factory=dict)
+    # NVLinks a source other than NVML gives (an NCCL topology dump's <nvlink>), per GPU address, in GpuInfo.nvlink's form
+    nvlink: Dict[str, Dict[str, object]] = field(default_factory=dict)
     # Loaded state of the kernel modules in RELEVANT_MODULES; None when the source cannot tell.
     kernel_modules: Optional[Dict[str, bool]] = None
     # the kernel's PCIe bandwidth lines (sysfs/kernel_log.py): {"source", "entries"}; None for XML sources

@@ -135,12 +135,48 @@ def _interface_rail(facts, interface, gpus, notes):
             "gpu_side": what}
 
 
+def _nvlink_intra(gpus, shape, notes):
+    """Set the shape's intra-node kind from the GPUs' NVLinks (gpus[].nvlink); False where NVLink does not carry a
+    ring through all of them (then their PCIe paths do)."""
+    links = [g.get("nvlink") if isinstance(g.get("nvlink"), dict) else None for g in gpus]
+    if any(n is None for n in links):
+        return False
+    counts = [finite(n.get("links"), 0, 64) for n in links]
+    if None in counts or min(counts) == 0:
+        if max([c or 0 for c in counts]) == 0:
+            notes.append("no NVLink between the GPUs (the facts say none)")
+        else:
+            notes.append("NVLink on some GPUs only: the GPUs' PCIe paths are the intra-node figure")
+        return False
+    switch = [finite(n.get("to_switch"), 0, 64) or 0 for n in links]
+    if min(switch) > 0:
+        shape.update(intra="nvswitch", nvlinks=min(switch))
+        if (shape["compute_capability"] or 0) >= 9.0:
+            shape["nvls"] = True
+            notes.append("NVLink SHARP assumed on NVSwitch (NCCL 2.17 and later, with the fabric manager)")
+        notes.append("NVLink through NVSwitch: %d links per GPU (the fewest of the node's GPUs)" % min(switch))
+        return True
+    addresses = set(g["address"] for g in gpus)
+    reach = []
+    for link in links:
+        peers = [p for p in _records(link.get("peers")) if p["address"] in addresses]
+        reach.append((len(peers), sum(finite(p.get("links"), 0, 64) or 0 for p in peers)))
+    if min(r[0] for r in reach) >= (1 if len(gpus) == 2 else 2) and min(r[1] for r in reach) > 0:
+        shape.update(intra="nvlink", nvlinks=min(r[1] for r in reach))
+        notes.append("NVLink GPU to GPU: %d links per GPU to the others (the fewest of the node's GPUs)"
+                     % shape["nvlinks"])
+        return True
+    notes.append("NVLink pairs do not join every GPU in a ring: the GPUs' PCIe paths are the intra-node figure")
+    return False
+
+
 def shape_from_facts(facts, mode=None, interface=None):
     """A node shape for predict() from a node's facts, and the notes of what it assumed.
 
     ``mode`` rdma or tcp (None: rdma where an active RDMA port is nearest some GPU, else tcp); ``interface``: the
     training interface for tcp (None: the NIC nearest each GPU is its rail, as a host without an intent gets it).
-    NVLink is not in the facts yet: the GPUs are judged by their PCIe paths (peer to peer up to a PCIe switch, shared
+    The GPUs meet over NVLink where the facts' gpus[].nvlink say so (through NVSwitches, or GPU to GPU where every
+    GPU reaches two others or the pair each other), else over their PCIe paths (peer to peer up to a PCIe switch, shared
     memory through the CPU beyond: NCCL's default on Intel, the CPU model not being in the facts)."""
     if not isinstance(facts, dict):
         raise ModelError("facts: expected a mapping, got %r" % (facts,))
@@ -161,13 +197,16 @@ def shape_from_facts(facts, mode=None, interface=None):
     worst = _worst_path(facts, gpus)
     shape = {"gpus": len(gpus), "compute_capability": capability, "intra": "pcie", "pcie_generation": generation,
              "pcie_width": width, "rails": [], "notes": notes}
-    if len(gpus) > 1:
+    if len(gpus) > 1 and _nvlink_intra(gpus, shape, notes):
+        pass
+    elif len(gpus) > 1:
         if worst in ("PHB", "NODE", "SYS"):
             shape["intra"] = "shm"
             shape["numa_crossing"] = worst == "SYS"
             notes.append("GPUs meet at the CPU (%s): NCCL's default on Intel moves their traffic through host memory"
                          % worst)
-        notes.append("NVLink is not in the facts: the GPUs' PCIe paths are the intra-node figure")
+        if not all(isinstance(g.get("nvlink"), dict) for g in gpus):
+            notes.append("NVLink is not in the facts: the GPUs' PCIe paths are the intra-node figure")
     active = {}
     for device in _records(facts.get("rdma")):
         ports = [p for p in _records(device.get("ports"), "state") if p["state"] == "ACTIVE"]

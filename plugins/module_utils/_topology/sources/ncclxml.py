@@ -24,6 +24,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.xm
 
 # ---- NCCL -------------------------------------------------------------------------------------
 # The facts an NCCL topology dump is read into when it is compared with the node's (NCCLRUN-006).
+MAX_NVLINK_TARGETS = 64
 DUMP_SUBSETS = ("numa", "pci", "gpu", "nic", "rdma", "paths")
 
 
@@ -104,6 +105,30 @@ def _nccl_walk(topo, cpu, context, note, state):
         elif element.tag == "nic":
             for net in element.findall("net"):
                 _nccl_net(topo, net, parent_pci, note)
+        elif element.tag == "gpu" and parent_pci is not None:
+            _nccl_nvlinks(topo, element, parent_pci, note)
+
+
+NVSWITCH_CLASS = 0x068000  # NCCL's class for an NVSwitch target of <nvlink>
+
+
+def _nccl_nvlinks(topo, gpu, address, note):
+    """A <gpu>'s <nvlink target= count= tclass=> children, in GpuInfo.nvlink's form (tclass 0x068000: an NVSwitch)."""
+    out = {"links": 0, "version": None, "remotes": {}}
+    for link in gpu.findall("nvlink")[:MAX_NVLINK_TARGETS]:
+        target = link.get("target")
+        remote = normalize_pci_address(target[:MAX_SHOWN]) if target else None
+        count = small_int(link.get("count"), 64)
+        if remote is None or not count:
+            shown = (shown_value(target), shown_value(link.get("count")), address)
+            note("<nvlink target=%s count=%s> of GPU %s ignored" % shown)
+            continue
+        tclass = hex_or_none(link.get("tclass"), 0xFFFFFF)
+        kind = "switch" if tclass == NVSWITCH_CLASS else "gpu" if tclass is not None and tclass >> 16 == 0x03 else None
+        entry = out["remotes"].setdefault(remote, {"links": 0, "type": kind})
+        entry["links"] += count
+        out["links"] += count
+    topo.nvlink[address] = out
 
 
 def _nccl_net(topo, net, pci_address, note):

@@ -63,6 +63,61 @@ def _checked(attr, value, address, warn):
     return None
 
 
+MAX_NVLINKS = 18  # NVML_NVLINK_MAX_LINKS (nvml.h): 18 links a GPU since Hopper
+NVLINK_SWITCH = 2  # NVML_NVLINK_DEVICE_TYPE_SWITCH; 0 is a GPU
+
+
+# what a binding of another shape raises (a call that takes other arguments, an answer without busId): the NVLink
+# answer is then unknown, never an error of the gather
+_ODD = (AttributeError, TypeError, ValueError, KeyError, IndexError)
+
+
+def _nvlink(module, handle, error_class):
+    """The GPU's NVLinks as NVML reports them (GpuInfo.nvlink), or None when NVML cannot tell."""
+    caught = _ODD + (error_class,)
+    try:
+        not_supported = getattr(module, "NVMLError_NotSupported", None)
+    except caught:
+        not_supported = None
+    out = {"links": 0, "version": None, "remotes": {}}
+    for link in range(MAX_NVLINKS):
+        try:
+            state = module.nvmlDeviceGetNvLinkState(handle, link)
+        except _ODD:
+            return None  # a pynvml without the NVLink calls, or of another shape
+        except error_class as exc:
+            if link == 0 and not (isinstance(not_supported, type) and isinstance(exc, not_supported)):
+                return None
+            break  # no such link (fewer than MAX_NVLINKS), or none at all (not supported)
+        if not isinstance(state, int) or isinstance(state, bool) or state != 1:  # NVML_FEATURE_ENABLED
+            continue
+        out["links"] += 1
+        try:
+            version = module.nvmlDeviceGetNvLinkVersion(handle, link)
+        except caught:
+            version = None
+        if isinstance(version, int) and not isinstance(version, bool) and 1 <= version <= 15:
+            out["version"] = max(out["version"] or 0, version)
+        address = kind = None
+        for call in ("nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetNvLinkRemotePciInfo"):
+            try:
+                bus_id = _text(getattr(module, call)(handle, link).busId)
+            except caught:
+                continue
+            address = normalize_pci_address(bus_id[:64]) if isinstance(bus_id, str) else None
+            break
+        try:
+            remote = module.nvmlDeviceGetNvLinkRemoteDeviceType(handle, link)
+        except caught:
+            remote = None
+        if isinstance(remote, int) and not isinstance(remote, bool):
+            kind = "switch" if remote == NVLINK_SWITCH else "gpu" if remote == 0 else None
+        if address is not None:
+            entry = out["remotes"].setdefault(address, {"links": 0, "type": kind})
+            entry["links"] += 1
+    return out
+
+
 def read_nvml(nvml=None, warn=None):
     """Return (status, {pci address: GpuInfo}).
 
@@ -113,6 +168,7 @@ def read_nvml(nvml=None, warn=None):
                 except error_class:
                     continue  # not supported on this GPU; the field stays None
                 setattr(info, attr, _checked(attr, value, address, warn))
+            info.nvlink = _nvlink(module, handle, error_class)
             gpus[address] = info
     except error_class as exc:
         status = {"status": "unavailable", "reason": "NVML query failed: %s" % exc,

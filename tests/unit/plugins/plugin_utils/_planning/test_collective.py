@@ -252,3 +252,82 @@ def test_no_value_in_the_facts_makes_the_adapter_raise_anything_but_model_error(
                 except Exception as error:  # pylint: disable=broad-except
                     raise AssertionError("%s (mode %s): %r" % (where, mode, error))
     assert tried > 1000
+
+
+def _dump_facts(name):
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.build import build_facts
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import resolve_subsets
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import classify_devices
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ncclxml import (
+        DUMP_SUBSETS, read_nccl_xml,
+    )
+    topo = read_nccl_xml(os.path.join(REALDATA, "nccl-logs", name, "topo.xml"), excerpt=True)
+    classify_devices(topo)
+    return build_facts(topo, resolve_subsets(list(DUMP_SUBSETS)))
+
+
+def test_nvswitch_from_a_real_nccl_dump():
+    """A real H200 board's dump as posted (cut after three GPUs): each GPU's 18 links go to four NVSwitches."""
+    facts = _dump_facts("b-topo-h200-baremetal-supermicro-partial")
+    assert [g["nvlink"]["links"] for g in facts["gpus"]] == [18, 18, 18]
+    assert all(g["nvlink"]["to_switch"] == 18 and g["nvlink"]["source"] == "nccl_xml" for g in facts["gpus"])
+    shape = shape_from_facts(dict(facts, gpus=[dict(g, name="NVIDIA H200") for g in facts["gpus"]]))
+    assert (shape["intra"], shape["nvlinks"], shape["nvls"]) == ("nvswitch", 18, True)
+    assert predict(shape, 1)["limited_by"] == "NVLink through NVSwitch (18 links x 20.6 GB/s)"
+
+
+def _with_nvlinks(facts, peers_of):
+    facts = copy.deepcopy(facts)
+    addresses = [g["address"] for g in facts["gpus"]]
+    for index, gpu in enumerate(facts["gpus"]):
+        peers = [{"address": addresses[p], "links": 2} for p in peers_of(index, len(addresses))]
+        gpu["nvlink"] = {"links": 2 * len(peers), "version": 4, "to_switch": 0, "peers": peers, "source": "nvml"}
+        gpu["name"] = "NVIDIA H100 PCIe"
+    return facts
+
+
+def test_nvlink_gpu_to_gpu_carries_a_ring_only_where_it_joins_every_gpu(healthy):
+    pairs = shape_from_facts(_with_nvlinks(healthy, lambda i, n: [i ^ 1]))
+    assert pairs["intra"] == "shm"
+    assert "NVLink pairs do not join every GPU in a ring: the GPUs' PCIe paths are the intra-node figure" in (
+        pairs["notes"])
+    ring = shape_from_facts(_with_nvlinks(healthy, lambda i, n: [(i - 1) % n, (i + 1) % n]))
+    assert (ring["intra"], ring["nvlinks"], ring.get("nvls")) == ("nvlink", 4, None)
+    assert predict(ring, 1)["busbw_gbytes_per_s"] == pytest.approx(4 * 20.6)
+    none = copy.deepcopy(healthy)
+    for gpu in none["gpus"]:
+        gpu["nvlink"] = {"links": 0, "version": None, "to_switch": 0, "peers": [], "source": "nvml"}
+    assert "no NVLink between the GPUs (the facts say none)" in shape_from_facts(none)["notes"]
+
+
+# HAND-WRITTEN in NCCL's dump format: one GPU with a good <nvlink>, one whose count is not a number, one whose
+# target is not a PCI address, and one to another GPU (tclass 0x030200)
+ODD_DUMP = """<system version="1">
+  <cpu numaid="0" affinity="ffffffff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="143">
+    <pci busid="0000:18:00.0" class="0x030200" vendor="0x10de" device="0x2330" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="0" sm="90" rank="0" gdr="1">
+        <nvlink target="0000:07:00.0" count="6" tclass="0x068000"/>
+        <nvlink target="0000:06:00.0" count="many" tclass="0x068000"/>
+        <nvlink target="not-an-address" count="4" tclass="0x068000"/>
+        <nvlink target="0000:2a:00.0" count="2" tclass="0x030200"/>
+      </gpu>
+    </pci>
+  </cpu>
+</system>
+"""
+
+
+def test_odd_nvlink_elements_of_a_dump_are_left_out_with_a_warning(tmp_path):
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.build import build_facts
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import resolve_subsets
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import classify_devices
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ncclxml import read_nccl_xml
+    path = tmp_path / "topo.xml"
+    path.write_text(ODD_DUMP)
+    topo = read_nccl_xml(str(path))
+    classify_devices(topo)
+    facts = build_facts(topo, resolve_subsets(["pci", "gpu"]))
+    [gpu] = facts["gpus"]
+    assert gpu["nvlink"] == {"links": 8, "version": None, "to_switch": 6, "source": "nccl_xml",
+                             "peers": [{"address": "0000:2a:00.0", "links": 2}]}
+    assert sum("<nvlink target=" in w and "ignored" in w for w in facts["warnings"]) == 2

@@ -147,3 +147,62 @@ def test_captures_never_use_nvml(healthy):
     facts = healthy
     assert facts["nvml"]["status"] == "not_used" and "capture" in facts["nvml"]["reason"]
     assert all(g["link_state"] == "ok" for g in facts["gpus"])
+
+
+# ---- NVLink (issue 33) ------------------------------------------------------------------------------------------
+class FakeNotSupported(FakeNVMLError):
+    pass
+
+
+class FakeNvlinkNvml(FakeNvml):
+    """FakeNvml with pynvml's NVLink calls: each GPU's "nvlink" is a list of (remote bus id, remote type) per link,
+    "nvlink_error" an error its link 0 raises instead."""
+
+    NVMLError_NotSupported = FakeNotSupported
+
+    def nvmlDeviceGetNvLinkState(self, handle, link):
+        if handle.get("nvlink_error") and link == 0:
+            raise handle["nvlink_error"]
+        if "nvlink" not in handle:
+            raise FakeNotSupported("Not Supported")
+        if link >= len(handle["nvlink"]):
+            raise FakeNVMLError("Invalid Argument")
+        return 1 if handle["nvlink"][link] else 0
+
+    def nvmlDeviceGetNvLinkVersion(self, handle, link):
+        return 4
+
+    def nvmlDeviceGetNvLinkRemotePciInfo_v2(self, handle, link):
+        return FakePciInfo(handle["nvlink"][link][0])
+
+    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle, link):
+        return handle["nvlink"][link][1]
+
+
+SWITCHES = ["00000000:%02x:00.0" % b for b in (5, 6, 7, 8)]
+
+
+def test_nvlink_through_nvswitches_and_gpu_to_gpu(roots):
+    # 18 links to four NVSwitches (5 + 5 + 4 + 4), the third link down; the second GPU: 4 links to the first,
+    # the remote's type not reported (an older driver): a GPU of the node is a peer
+    to_switches = [(SWITCHES[i % 4], 2) for i in range(18)]
+    to_switches[2] = None
+    direct = dict(gpu("00000000:19:00.0"), nvlink=[("00000000:15:00.0", 99)] * 4)
+    status, gpus = facts_with(roots, FakeNvlinkNvml([dict(gpu("00000000:15:00.0"), nvlink=to_switches), direct]))
+    nvlink = gpus["0000:15:00.0"]["nvlink"]
+    assert (nvlink["links"], nvlink["to_switch"], nvlink["peers"], nvlink["version"], nvlink["source"]) == (
+        17, 17, [], 4, "nvml")
+    assert gpus["0000:19:00.0"]["nvlink"]["peers"] == [{"address": "0000:15:00.0", "links": 4}]
+    assert gpus["0000:19:00.0"]["nvlink"]["to_switch"] == 0
+    assert gpus["0000:95:00.0"]["nvlink"] is None  # NVML does not know it: nothing said
+
+
+def test_nvlink_none_unknown_and_old_pynvml(roots):
+    none = gpu("00000000:15:00.0")  # NVML: not supported -> no NVLink
+    odd = dict(gpu("00000000:19:00.0"), nvlink_error=FakeNVMLError("Unknown Error"))
+    _status, gpus = facts_with(roots, FakeNvlinkNvml([none, odd]))
+    assert gpus["0000:15:00.0"]["nvlink"] == {"links": 0, "version": None, "to_switch": 0, "peers": [],
+                                              "source": "nvml"}
+    assert gpus["0000:19:00.0"]["nvlink"] is None  # NVML could not tell
+    _status, gpus = facts_with(roots, FakeNvml([gpu("00000000:15:00.0")]))  # a pynvml without the NVLink calls
+    assert gpus["0000:15:00.0"]["nvlink"] is None

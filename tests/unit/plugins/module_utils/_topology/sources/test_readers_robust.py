@@ -388,6 +388,54 @@ def test_absurd_nvml_answers(roots):
     assert (info.max_generation, info.current_generation, info.current_width, info.max_width,
             info.performance_state, info.name) == (None, 5, None, 16, None, "GPU")
     assert len(warnings) == 3 and all("GPU 0000:15:00.0" in w for w in warnings)
+    assert info.nvlink is None  # NVLink calls of another shape: not known, not an error
+
+
+def test_absurd_nvlink_answers():
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nvml import read_nvml
+
+    class Error(Exception):
+        pass
+
+    class Fake:
+        NVMLError = Error
+
+        def nvmlInit(self):
+            pass
+
+        def nvmlShutdown(self):
+            pass
+
+        def nvmlDeviceGetCount(self):
+            return 1
+
+        def nvmlDeviceGetHandleByIndex(self, index):
+            return index
+
+        def nvmlDeviceGetPciInfo(self, handle):
+            return type("Pci", (), {"busId": b"00000000:15:00.0"})()
+
+        def nvmlDeviceGetNvLinkState(self, handle, link):
+            return [1, True, "1", 1.0, None, 1][link] if link < 6 else 1
+
+        def nvmlDeviceGetNvLinkVersion(self, handle, link):
+            return [10 ** 400, True, -1, "4", 4, 99][link % 6]
+
+        def nvmlDeviceGetNvLinkRemotePciInfo_v2(self, handle, link):
+            return type("Pci", (), {"busId": [5, "x" * 100000, None, b"\xff", "0000:05:00.0", 1e9][link % 6]})()
+
+        def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle, link):
+            return [[], 2, "2", True, 2, None][link % 6]
+
+        def __getattr__(self, name):
+            raise Error("Not Supported")
+
+    status, infos = read_nvml(Fake())
+    assert status["status"] == "used", status
+    nvlink = infos["0000:15:00.0"].nvlink
+    # links 0 and 5 onwards are up (state 1; True, "1", 1.0 and None are not NVML's answer); one remote is readable
+    assert nvlink["links"] == 14 and nvlink["version"] == 4
+    assert nvlink["remotes"] == {"0000:05:00.0": {"links": 2, "type": "switch"}}
 
 
 # ---- 5. a device present twice ---------------------------------------------------------------------------------
