@@ -16,6 +16,8 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces imp
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
 from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import predict
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.node_shape import shape_from_facts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.planner import (
     by_link_speed, chart, node_paths, scaling, table,
 )
@@ -51,6 +53,7 @@ class ActionModule(ControllerAction):
         compute = ", compute %.3g s per step" % args["compute_seconds"] if args["compute_seconds"] else ""
         intro = "Gradient %.3g bytes per step, up to %d nodes%s." % (args["gradient_bytes"], args["nodes"], compute)
         plans, skipped, markdown, charts = {}, {}, ["# Bandwidth plan", "", intro, ""], []
+        allowed = {}
         for host in hosts:
             # A host the model cannot plan (no facts, no training network, no GPU...) is named, left out and
             # reported; the others are still planned.
@@ -64,6 +67,8 @@ class ActionModule(ControllerAction):
                 continue
             mode = args["mode"] or hv.get("fabric_nccl_mode") or "tcp"
             interface, problems = training_interface(hv) if mode == "tcp" else (None, [])
+            allowed[host] = self._allowed(facts, args["mode"] or hv.get("fabric_nccl_mode"),
+                                          None if problems else interface, args["nodes"])
             mtu = args["mtu"] or self._training_mtu(hv, facts, interface)
             try:
                 if problems:
@@ -82,8 +87,10 @@ class ActionModule(ControllerAction):
             charts.append((host, speeds, {"rows": rows, "gbytes_per_s": plan["node"]["gbytes_per_s"]} if rows else None))
             plans[host] = entry
         reasons = ["%s: %s" % (host, skipped[host]) for host in sorted(skipped)]
-        if not plans:
+        if not plans and not any(a.get("across") for a in allowed.values()):
             raise AnsibleActionFail("bandwidth_plan: no host could be planned:\n" + "\n".join(reasons))
+        if allowed:
+            markdown += self._allowed_table(allowed, args["nodes"])
         if skipped:
             markdown += ["## Not planned", ""] + ["- %s" % r for r in reasons] + [""]
         for reason in reasons:
@@ -111,10 +118,43 @@ class ActionModule(ControllerAction):
             write_atomic(os.path.join(plan_dir, "plan.json"), json.dumps(plans, indent=1, sort_keys=True) + "\n",
                          "0644")
             files = sorted(os.path.join(plan_dir, f) for f in os.listdir(plan_dir))
-        result.update(changed=False, plans=plans, markdown=text, files=files, skipped_hosts=skipped,
+        result.update(changed=False, plans=plans, markdown=text, files=files, skipped_hosts=skipped, allowed=allowed,
                       msg="bandwidth plan of %d host(s) in %s%s" % (
                           len(plans), plan_dir, "; not planned: %s" % ", ".join(sorted(skipped)) if skipped else ""))
         return result
+
+    @staticmethod
+    def _allowed(facts, mode, interface, nodes):
+        """What the hardware allows NCCL's all_reduce on this node alone and on ``nodes`` like it (the model of NCCL's
+        collectives, the audit's too): {"node", "across", "notes", "problem"}. A host without a training network
+        in its intent takes the NIC nearest each GPU as its rail, and the notes say so."""
+        out = {"node": None, "across": None, "notes": [], "problem": None}
+        try:
+            shape = shape_from_facts(facts, mode if mode in ("tcp", "rdma") else None, interface)
+            out["notes"] = list(shape["notes"])
+            for key, count in (("node", 1), ("across", nodes)):
+                found = predict(shape, count)
+                out[key] = {"busbw_gbytes_per_s": found["busbw_gbytes_per_s"], "limited_by": found["limited_by"],
+                            "algorithm": found["algorithm"]}
+        except ModelError as exc:
+            out["problem"] = str(exc)
+        return out
+
+    @staticmethod
+    def _allowed_table(allowed, nodes):
+        lines = ["## What the hardware allows NCCL's all_reduce", "",
+                 "Bus bandwidth of large messages, from the model of NCCL's collectives (docs/nccl.md).", "",
+                 "| host | one node GB/s | limited by | %d nodes GB/s | limited by |" % nodes, "|---|---|---|---|---|"]
+        for host in sorted(allowed):
+            entry = allowed[host]
+            cells = []
+            for key in ("node", "across"):
+                part = entry.get(key) or {}
+                figure = part.get("busbw_gbytes_per_s")
+                cells += ["%.4g" % figure if figure is not None else "-",
+                          part.get("limited_by") or entry.get("problem") or "-"]
+            lines.append("| %s | %s |" % (host.replace("|", "\\|"), " | ".join(c.replace("|", "\\|") for c in cells)))
+        return lines + [""]
 
     @staticmethod
     def _training_mtu(hostvars, facts, interface):

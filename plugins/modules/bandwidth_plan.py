@@ -104,4 +104,15 @@ skipped_hosts:
   returned: success
   type: dict
   sample: {node-c: "no training network attached in fabric_attachments; set fabric_nccl_interface (mode tcp)"}
+allowed:
+  description:
+    - Per host with facts, planned or not, what the hardware allows NCCL's all_reduce (the model of NCCL's
+      collectives the audit uses too), C(node) on the host alone and C(across) O(nodes) hosts like it, each with
+      C(busbw_gbytes_per_s), C(limited_by) and C(algorithm); C(notes) say what the model assumed (a host without a
+      training network in its intent takes the NIC nearest each GPU as its rail) and C(problem) why a figure is missing.
+    - The same figures are a table in plan.md.
+  returned: success
+  type: dict
+  sample: {node-a: {node: {busbw_gbytes_per_s: 370.8, limited_by: "NVLink through NVSwitch (18 links x 20.6 GB/s)",
+                           algorithm: ring}, across: null, notes: [], problem: null}}
 """
