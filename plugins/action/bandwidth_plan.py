@@ -87,7 +87,8 @@ class ActionModule(ControllerAction):
             charts.append((host, speeds, {"rows": rows, "gbytes_per_s": plan["node"]["gbytes_per_s"]} if rows else None))
             plans[host] = entry
         reasons = ["%s: %s" % (host, skipped[host]) for host in sorted(skipped)]
-        if not plans and not any(a.get("across") for a in allowed.values()):
+        if not plans and not any((a.get(k) or {}).get("busbw_gbytes_per_s") is not None
+                                 for a in allowed.values() for k in ("node", "across")):
             raise AnsibleActionFail("bandwidth_plan: no host could be planned:\n" + "\n".join(reasons))
         if allowed:
             markdown += self._allowed_table(allowed, args["nodes"])

@@ -279,7 +279,8 @@ def _gpu_fact(topo, index, dev, paths):
 def _nvlink_fact(topo, address, gpus):
     """A GPU's NVLinks: {"links", "version", "to_switch", "peers": [{"address", "links"}], "source"}, from NVML or
     else an NCCL dump; None where neither tells. A remote of unknown type is a peer when it is a GPU of the node and
-    an NVSwitch otherwise (NVSwitches are PCI functions of their own, never GPUs)."""
+    an NVSwitch otherwise (NVSwitches are PCI functions of their own, never GPUs); a CPU's NVLinks (POWER9) are
+    neither; a link whose far end has no address counts by its type alone."""
     info = topo.gpu_info.get(address)
     found, source = (info.nvlink, "nvml") if info is not None and info.nvlink is not None else (
         topo.nvlink.get(address), topo.source)
@@ -287,10 +288,11 @@ def _nvlink_fact(topo, address, gpus):
         return None
     peers, to_switch = {}, 0
     for remote, entry in sorted((found.get("remotes") or {}).items()):
-        kind = entry.get("type") or ("gpu" if remote in gpus else "switch")
-        if kind == "switch":
+        addressed = not remote.startswith("unaddressed")
+        far_end = entry.get("type") or (("gpu" if remote in gpus else "switch") if addressed else None)
+        if far_end == "switch":
             to_switch += entry["links"]
-        elif remote != address:
+        elif far_end == "gpu" and addressed and remote != address:
             peers[remote] = peers.get(remote, 0) + entry["links"]
     return {"links": found.get("links") or 0, "version": found.get("version"), "to_switch": to_switch,
             "peers": [{"address": a, "links": n} for a, n in sorted(peers.items())], "source": source}

@@ -8,8 +8,9 @@ asks the model of NCCL's collectives (_planning/collective.py). PROBE-005, the r
 figures from here and never ask the model themselves.
 
 The mode is the host's fabric_nccl_mode where it is set (rdma: the active RDMA port nearest each GPU is a rail; tcp:
-the training interface of the intent, or fabric_nccl_interface), else what the facts offer (rdma where an active
-RDMA port is nearest some GPU, else the NIC nearest each GPU, as a server model captured before purchase gets it)."""
+the training interface of the intent's fabric_networks and fabric_attachments; fabric_nccl_interface is not an input
+of the audit), else what the hardware allows at its best (rdma where an active RDMA port is nearest some GPU, else
+the NIC nearest each GPU, as a server model captured before purchase gets it)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -30,18 +31,37 @@ def _interface(expect):
     return None if errors else name
 
 
-def host_shape(facts, expect, gpus=None):
+def _bus_number(address):
+    try:
+        return int(address.split(":")[-2], 16)
+    except (AttributeError, IndexError, ValueError):
+        return None
+
+
+def host_shape(facts, expect, gpus=None, buses=None):
     """The model's shape of a host from its facts and expectations (ModelError where the facts give none); ``gpus``
-    the GPUs a run used on the node, where fewer than the node has."""
+    the GPUs a run used on the node, where fewer than the node has, and ``buses`` their PCI bus numbers as the run
+    listed them (nccl-tests' "[0x1b]"): the rails are then those nearest the GPUs that took part."""
     expect = expect if isinstance(expect, dict) else {}
     mode = expect.get("nccl_mode") if expect.get("nccl_mode") in ("tcp", "rdma") else None
     interface = _interface(expect) if mode != "rdma" else None
+    took_part = None
+    if isinstance(gpus, int) and not isinstance(gpus, bool) and isinstance(facts, dict) and \
+            isinstance(facts.get("gpus"), list) and 1 <= gpus < len(facts["gpus"]) and buses:
+        took_part = [g for g in facts["gpus"] if isinstance(g, dict) and _bus_number(g.get("address")) in buses]
+        if len(took_part) == gpus:
+            facts = dict(facts, gpus=took_part)
     shape = shape_from_facts(facts, mode, interface)
-    if interface:
+    if interface and any(r["name"] == interface for r in shape["rails"]):
         shape["notes"].append("tcp over %s, the training interface of the intent" % interface)
     if isinstance(gpus, int) and not isinstance(gpus, bool) and 1 <= gpus < shape["gpus"]:
-        shape["notes"].append("%d of the node's %d GPUs took part" % (gpus, shape["gpus"]))
+        # the run's GPUs could not be told apart: fewer GPUs, and the rails of as many of them (the first ones)
+        shape["notes"].append("%d of the node's %d GPUs took part; which ones is not known: the rails of %d of them"
+                              % (gpus, shape["gpus"], gpus))
+        shape["rails"] = shape["rails"][:max(1, len(shape["rails"]) * gpus // shape["gpus"])]
         shape["gpus"] = gpus
+    elif took_part and len(took_part) == gpus:
+        shape["notes"].append("%d of the node's GPUs took part (by the buses the run listed), with their rails" % gpus)
     return shape
 
 
@@ -62,7 +82,11 @@ def host_row(host, facts, expect, nodes):
         return row
     row.update(gpus=shape["gpus"], rails=["%s (%g Gbit/s, %s)" % (r["name"], r["gbits"], r["transport"])
                                           for r in shape["rails"]], notes=list(shape["notes"]))
-    row["node"] = _figure(predict(shape, 1))
+    try:
+        row["node"] = _figure(predict(shape, 1))
+    except ModelError as error:
+        row["problem"] = str(error)
+        return row
     if nodes > 1:
         try:
             row["across"] = _figure(predict(shape, nodes))
@@ -94,7 +118,8 @@ def allowed(audited):
     return {"hosts": rows, "cluster": cluster}
 
 
-def run_figure(facts, expect, nodes, gpus_per_node):
+def run_figure(facts, expect, nodes, gpus_per_node, buses=None):
     """What the hardware allows a measured run (PROBE-005): ``nodes`` nodes like this one with ``gpus_per_node``
-    GPUs each; the prediction (predict()'s), or ModelError."""
-    return predict(host_shape(facts, expect, gpus_per_node), nodes)
+    GPUs each (``buses``: this node's GPUs in the run, by PCI bus number); the prediction (predict()'s), or
+    ModelError."""
+    return predict(host_shape(facts, expect, gpus_per_node, buses), nodes)

@@ -53,6 +53,7 @@ INTEL_P2P_OVERHEAD = 6.0 / 5.0
 NET_EFFICIENCY = 12.0 / 12.5
 # NVLink SHARP: NCCL converts its bus bandwidth to algorithm bandwidth with 5/6 (tuning.cc), not the ring's n/2(n-1)
 NVLS_RATIO = 5.0 / 6.0
+NVLS_LATENCY = 23.0  # microseconds, on one node: tuning.cc hwLat NVLink NVLS/Simple, with no base and no per-rank step
 # Ring latencies in microseconds (tuning.cc baseLat and hwLat, Ring row): per protocol, a base and one figure a
 # step for NVLink, PCIe and the network; bw is the share of the bus bandwidth the protocol reaches (LL: 1/4; LL128:
 # 120 of 128 bytes, 0.92, used only where the ring runs over NVLink; Simple: all of it)
@@ -125,8 +126,10 @@ def check_shape(shape):
         "numa_crossing": bool(shape.get("numa_crossing")),
         "cpu": _choice("cpu", shape.get("cpu"), tuple(sorted(CPU_LINK)), nullable=True),
         "rails": [],
-        "notes": [str(n) for n in shape.get("notes") or []],
+        "notes": [str(n) for n in shape.get("notes") or []] if isinstance(shape.get("notes") or [], list) else None,
     }
+    if out["notes"] is None:
+        raise ModelError("notes: expected a list of texts, got %r" % (shape.get("notes"),))
     if out["intra"] in ("nvswitch", "nvlink") and out["nvlinks"] is None:
         raise ModelError("nvlinks: %s needs the number of NVLinks per GPU" % out["intra"])
     if out["nvls"] and out["intra"] != "nvswitch":
@@ -298,25 +301,31 @@ def predict(shape, nodes=1, collective="all_reduce", sizes=DEFAULT_SIZES):
     notes = list(shape["notes"])
     algorithm = "tree" if found["inter"] and "tree_gbytes_per_s" in found["inter"] else "ring"
     bus = found["gbytes_per_s"]
+    nvls = None
     if shape["nvls"] and nodes == 1 and collective == "all_reduce" and bus is not None and ranks > 1:
-        # NVLink SHARP reduces in the switch: NCCL's algorithm bandwidth is 5/6 of the NVLink bus figure
-        bus = bus * NVLS_RATIO * bus_factor(collective, ranks)
-        algorithm = "nvls"
-        notes.append("NVLink SHARP (NVLS): algorithm bandwidth 5/6 of the NVLink figure (%s)" % NCCL_TUNING)
+        # NVLink SHARP reduces in the switch: NCCL's algorithm bandwidth is 5/6 of the NVLink bus figure; NCCL takes
+        # it where it is faster than the ring (not on two GPUs, where the ring's bus factor is 1)
+        nvls = bus * NVLS_RATIO * bus_factor(collective, ranks)
+        if nvls > bus:
+            notes.append("NVLink SHARP (NVLS): algorithm bandwidth 5/6 of the NVLink figure (%s)" % NCCL_TUNING)
+            bus, algorithm = nvls, "nvls"
     curve = []
     if bus is not None and ranks > 1:
         factor = bus_factor(collective, ranks)
+        ring = found["gbytes_per_s"]
         for size in sizes:
             best = None
             for protocol in PROTOCOLS:
                 if protocol["name"] == "LL128" and found["intra_hop"] != "nvlink":
                     continue
-                if algorithm == "nvls" and protocol["name"] != "Simple":
-                    continue
                 latency = _latency_us(protocol, collective, ranks, nodes, found["intra_hop"])
-                time_us = latency + factor * size / (1000.0 * bus * protocol["bw"])
+                time_us = latency + factor * size / (1000.0 * ring * protocol["bw"])
                 if best is None or time_us < best[0]:
                     best = (time_us, protocol["name"])
+            if nvls:
+                time_us = NVLS_LATENCY + factor * size / (1000.0 * nvls)
+                if time_us < best[0]:
+                    best = (time_us, "NVLS")
             curve.append({"bytes": size, "protocol": best[1], "time_us": round(best[0], 3),
                           "busbw_gbytes_per_s": round(factor * size / (best[0] * 1000.0), 3)})
     return {"collective": collective, "nodes": nodes, "ranks": ranks,

@@ -150,19 +150,28 @@ def _nvlink_intra(gpus, shape, notes):
         return False
     switch = [finite(n.get("to_switch"), 0, 64) or 0 for n in links]
     if min(switch) > 0:
-        shape.update(intra="nvswitch", nvlinks=min(switch))
+        shape.update(intra="nvswitch", nvlinks=min(64, *switch))
         if (shape["compute_capability"] or 0) >= 9.0:
             shape["nvls"] = True
             notes.append("NVLink SHARP assumed on NVSwitch (NCCL 2.17 and later, with the fabric manager)")
         notes.append("NVLink through NVSwitch: %d links per GPU (the fewest of the node's GPUs)" % min(switch))
         return True
-    addresses = set(g["address"] for g in gpus)
-    reach = []
-    for link in links:
-        peers = [p for p in _records(link.get("peers")) if p["address"] in addresses]
+    addresses = [g["address"] for g in gpus]
+    reach, graph = [], {}
+    for gpu, link in zip(gpus, links):
+        peers = [p for p in _records(link.get("peers")) if p["address"] in addresses and p["address"] != gpu["address"]]
         reach.append((len(peers), sum(finite(p.get("links"), 0, 64) or 0 for p in peers)))
-    if min(r[0] for r in reach) >= (1 if len(gpus) == 2 else 2) and min(r[1] for r in reach) > 0:
-        shape.update(intra="nvlink", nvlinks=min(r[1] for r in reach))
+        graph[gpu["address"]] = set(p["address"] for p in peers)
+    # one island: every GPU reached from the first over NVLink (both ways: a link is seen from both ends)
+    seen, todo = set(), [addresses[0]]
+    while todo:
+        here = todo.pop()
+        if here not in seen:
+            seen.add(here)
+            todo.extend(sorted(set(graph.get(here, ())) | set(a for a in graph if here in graph[a])))
+    if (len(seen) == len(addresses) and min(r[0] for r in reach) >= (1 if len(gpus) == 2 else 2)
+            and min(r[1] for r in reach) > 0):
+        shape.update(intra="nvlink", nvlinks=min([64] + [r[1] for r in reach]))
         notes.append("NVLink GPU to GPU: %d links per GPU to the others (the fewest of the node's GPUs)"
                      % shape["nvlinks"])
         return True

@@ -110,6 +110,7 @@ def _nccl_walk(topo, cpu, context, note, state):
 
 
 NVSWITCH_CLASS = 0x068000  # NCCL's class for an NVSwitch target of <nvlink>
+NVLINK_CPU_CLASS = 0x068001  # and for a CPU (POWER9's NVLink to the CPU)
 
 
 def _nccl_nvlinks(topo, gpu, address, note):
@@ -124,7 +125,8 @@ def _nccl_nvlinks(topo, gpu, address, note):
             note("<nvlink target=%s count=%s> of GPU %s ignored" % shown)
             continue
         tclass = hex_or_none(link.get("tclass"), 0xFFFFFF)
-        kind = "switch" if tclass == NVSWITCH_CLASS else "gpu" if tclass is not None and tclass >> 16 == 0x03 else None
+        kind = ("switch" if tclass == NVSWITCH_CLASS else "gpu" if tclass is not None and tclass >> 16 == 0x03 else
+                "cpu" if tclass == NVLINK_CPU_CLASS else None)
         entry = out["remotes"].setdefault(remote, {"links": 0, "type": kind})
         entry["links"] += count
         out["links"] += count

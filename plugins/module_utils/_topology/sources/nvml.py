@@ -64,7 +64,7 @@ def _checked(attr, value, address, warn):
 
 
 MAX_NVLINKS = 18  # NVML_NVLINK_MAX_LINKS (nvml.h): 18 links a GPU since Hopper
-NVLINK_SWITCH = 2  # NVML_NVLINK_DEVICE_TYPE_SWITCH; 0 is a GPU
+NVLINK_TYPES = {0: "gpu", 1: "cpu", 2: "switch"}  # NVML_NVLINK_DEVICE_TYPE_GPU, _IBMNPU (a POWER9 CPU), _SWITCH
 
 
 # what a binding of another shape raises (a call that takes other arguments, an answer without busId): the NVLink
@@ -111,10 +111,10 @@ def _nvlink(module, handle, error_class):
         except caught:
             remote = None
         if isinstance(remote, int) and not isinstance(remote, bool):
-            kind = "switch" if remote == NVLINK_SWITCH else "gpu" if remote == 0 else None
-        if address is not None:
-            entry = out["remotes"].setdefault(address, {"links": 0, "type": kind})
-            entry["links"] += 1
+            kind = NVLINK_TYPES.get(remote)
+        # a link whose far end NVML names no address still counts, by its type where NVML gives one
+        entry = out["remotes"].setdefault(address or "unaddressed %s" % (kind or "unknown"), {"links": 0, "type": kind})
+        entry["links"] += 1
     return out
 
 

@@ -242,26 +242,41 @@ def probe_nccl(ctx):
                         {"max_busbw": peak, "avg_busbw": result.get("avg_busbw"), "expected_busbw": expected,
                          "rows": [(r["bytes"], r["busbw"]) for r in result["rows"]]})
         return
-    _against_the_model(ctx, result, scope, fraction)
+    _against_the_model(ctx, result, scope, fraction, probes.get("nccl_scope") == "launcher")
 
 
-def _run_nodes(result):
-    """(nodes, GPUs per node) of an nccl-tests run from the ranks it listed; (1, None) where it listed none."""
-    ranks = [r for r in result.get("ranks") or [] if isinstance(r, dict) and isinstance(r.get("host"), str)]
+def _bus(text):
+    """nccl-tests' bus of a rank ("0x1b", "1b") as a number, or None."""
+    try:
+        return int(text, 16) if isinstance(text, str) and 0 < len(text) <= 10 else None
+    except ValueError:
+        return None
+
+
+def _run_nodes(result, host):
+    """(nodes, GPUs per node, this host's GPUs' bus numbers) of an nccl-tests run from the ranks it listed; (1, None,
+    None) where it listed none."""
+    listed = result.get("ranks") if isinstance(result.get("ranks"), list) else []
+    ranks = [r for r in listed if isinstance(r, dict) and isinstance(r.get("host"), str)]
     hosts = sorted(set(r["host"] for r in ranks))
     if not hosts:
-        return 1, None
-    return len(hosts), max(sum(1 for r in ranks if r["host"] == h) for h in hosts)
+        return 1, None, None
+    short = str(host).split(".", maxsplit=1)[0].lower()
+    mine = [r for r in ranks if r["host"].split(".", maxsplit=1)[0].lower() == short] or \
+        (ranks if len(hosts) == 1 else [])
+    buses = set(_bus(r.get("bus")) for r in mine) - set([None])
+    return len(hosts), max(sum(1 for r in ranks if r["host"] == h) for h in hosts), buses or None
 
 
-def _run_said(result):
-    """What the run's own NCCL log says that explains a shortfall: [(text, rule id)]."""
+def _run_said(result, nodes):
+    """What the run's own NCCL log says that explains a shortfall: [(text, rule id)]; sockets only across nodes (on
+    one node NCCL names its network whatever it is and uses none)."""
     parsed = result.get("nccl_log")
     if not isinstance(parsed, dict) or not isinstance(parsed.get("sections"), dict):
         return []
     view = merge_sections([s for s in parsed["sections"].values() if isinstance(s, dict)])
     said = []
-    if view.get("network") == "Socket":
+    if view.get("network") == "Socket" and nodes > 1:
         said.append(("NCCL used TCP sockets between the nodes", "NCCLRUN-001"))
     if view.get("p2p_off") or view.get("shm"):
         said.append(("GPUs exchanged data through host memory, not peer to peer", "NCCLRUN-009"))
@@ -270,16 +285,20 @@ def _run_said(result):
     return said
 
 
-def _against_the_model(ctx, result, scope, fraction):
+def _against_the_model(ctx, result, scope, fraction, launched):
     """No figure given: the measured peak against what the hardware allows at the same message size."""
-    rows = [r for r in result["rows"] if isinstance(r, dict) and finite(r.get("busbw"), 0) is not None
-            and isinstance(r.get("bytes"), int)]
+    listed = result["rows"] if isinstance(result["rows"], list) else []
+    rows = [r for r in listed if isinstance(r, dict) and finite(r.get("busbw"), 0) is not None
+            and isinstance(r.get("bytes"), int) and not isinstance(r.get("bytes"), bool)]
     if not rows:
         return
     best = max(rows, key=lambda r: r["busbw"])
-    nodes, per_node = _run_nodes(result)
+    nodes, per_node, buses = _run_nodes(result, ctx.host)
+    if launched and per_node is None:
+        raise NotApplicable("no fabric_nccl_tests_expected_busbw, and the launcher's run listed no ranks: how many "
+                            "nodes it spanned is not known")
     try:
-        prediction = run_figure(ctx.facts, ctx.expect, nodes, per_node)
+        prediction = run_figure(ctx.facts, ctx.expect, nodes, per_node, buses)
     except ModelError as error:
         raise NotApplicable("no fabric_nccl_tests_expected_busbw, and the model has no figure: %s" % error)
     allowed = at_size(prediction, best["bytes"])
@@ -288,7 +307,7 @@ def _against_the_model(ctx, result, scope, fraction):
                             % prediction["limited_by"])
     if best["busbw"] >= fraction * allowed:
         return
-    said = _run_said(result)
+    said = _run_said(result, nodes)
     ctx.finding("nccl-tests", "all_reduce_perf %s peaks at %.3g GB/s bus bandwidth at %d bytes, %d%% of the %.3g GB/s "
                 "the hardware allows there on %d node%s (%s, %s; below %d%%)%s" % (
                     scope, best["busbw"], best["bytes"], round(100.0 * best["busbw"] / allowed), allowed, nodes,

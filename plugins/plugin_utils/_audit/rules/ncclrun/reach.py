@@ -336,14 +336,15 @@ def nccl_ib_hca(ctx):
             none_left = len(unmatched) == len(entries)
         if not unmatched:
             if view["no_device"] and ports:
-                _could_not_open(ctx, source, view, value, where, devices, ports)
+                named = [p for p in ports if any(hca_matches(e, exact, *p) for e in entries)]
+                _could_not_open(ctx, source, view, value, where, devices, named)
             continue
         shown = ", ".join(repr(n) if n != n.strip() else n + (":%d" % p if p is not None else "") for n, p in unmatched)
         said = "NCCL_IB_HCA=%s (%s): %s %s (it has %s; active ports %s)" % (
             value, where, shown, "leaves no active port of the node" if exclude else
             "match%s no active port of the node" % ("es" if len(unmatched) == 1 else ""),
             ", ".join(devices) or "none", ", ".join("%s:%s" % p for p in ports) or "none")
-        if none_left and view["no_device"]:
+        if view["no_device"]:  # NCCL opened none at all: not a lost rail, the whole network
             said += "; NCCL found no device (%s) and %s" % (
                 ", ".join("NET/%s" % k for k in view["no_device"]),
                 "used network %s" % view["network"] if view["network"] else "chose no RDMA network")
@@ -352,6 +353,6 @@ def nccl_ib_hca(ctx):
             log_evidence(source, view, "network", *("no_device %s" % k for k in view["no_device"])),
             value=value, where=where, unmatched=[n for n, _p in unmatched], devices=devices, active_rdma_ports=active,
             excluding=exclude),
-            severity=None if none_left else "warn")
+            severity=None if none_left or view["no_device"] else "warn")
     if not judged:
         raise NotApplicable("the logs set no NCCL_IB_HCA that names devices (and nccl.conf none)")

@@ -71,3 +71,14 @@ def test_hosts_without_gpus_or_with_odd_facts_give_rows_that_say_why(healthy):
     assert "the model holds NCCL's figures for NVIDIA GPUs" in section["hosts"][0]["problem"]
     assert section["cluster"]["slowest_host"] == "z"
     assert allowed({}) == {"hosts": [], "cluster": None}
+
+
+def test_a_shape_the_model_refuses_is_a_row_problem_not_an_audit_error(healthy):
+    """Found by review: facts the adapter reads into a shape the model then refuses (a 200 Tbit/s port rate)."""
+    facts = copy.deepcopy(healthy)
+    for device in facts["rdma"]:
+        for port in device["ports"]:
+            port["rate_gbps"] = 200000.0
+    report = _audit({"a": {"facts": facts}})
+    [row] = report["allowed"]["hosts"]
+    assert row["node"] is None and "rails[0].gbits: 200000.0 is outside 0.001..100000" in row["problem"]

@@ -42,6 +42,15 @@ def test_one_node_nvswitch_ring_and_nvls_hand_computed():
     nvls = predict(dict(H100, nvls=True), 1)
     assert nvls["busbw_gbytes_per_s"] == pytest.approx(370.8 * 5 / 6 * 1.75, abs=0.001)
     assert nvls["algorithm"] == "nvls"
+    # NCCL takes NVLS where it is faster: the ring's LL for small messages (its 15 us against NVLS's 23), NVLS from
+    # 1 MiB on; never on two GPUs
+    small = [p for p in nvls["curve"] if p["bytes"] == 8192][0]
+    assert small["protocol"] == "LL" and at_size(nvls, 8192) == at_size(ring, 8192)
+    assert at_size(nvls, 2 ** 20) > at_size(ring, 2 ** 20) and nvls["curve"][-1]["protocol"] == "NVLS"
+    two = predict(dict(H100, gpus=2, nvls=True), 1)
+    assert (two["algorithm"], two["busbw_gbytes_per_s"]) == ("ring", pytest.approx(370.8))
+    with pytest.raises(ModelError, match="notes: expected a list of texts, got 1"):
+        predict(dict(H100, notes=1), 1)
 
 
 def test_the_curve_rises_from_latency_to_the_bus_figure():
@@ -294,6 +303,11 @@ def test_nvlink_gpu_to_gpu_carries_a_ring_only_where_it_joins_every_gpu(healthy)
     ring = shape_from_facts(_with_nvlinks(healthy, lambda i, n: [(i - 1) % n, (i + 1) % n]))
     assert (ring["intra"], ring["nvlinks"], ring.get("nvls")) == ("nvlink", 4, None)
     assert predict(ring, 1)["busbw_gbytes_per_s"] == pytest.approx(4 * 20.6)
+    # two islands of four, each fully linked: every GPU reaches three others, but no NVLink ring joins all eight
+    islands = shape_from_facts(_with_nvlinks(healthy, lambda i, n: [j for j in range(n) if j != i and j // 4 == i // 4]))
+    assert islands["intra"] == "shm"
+    assert "NVLink pairs do not join every GPU in a ring: the GPUs' PCIe paths are the intra-node figure" in (
+        islands["notes"])
     none = copy.deepcopy(healthy)
     for gpu in none["gpus"]:
         gpu["nvlink"] = {"links": 0, "version": None, "to_switch": 0, "peers": [], "source": "nvml"}

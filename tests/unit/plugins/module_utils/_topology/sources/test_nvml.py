@@ -206,3 +206,20 @@ def test_nvlink_none_unknown_and_old_pynvml(roots):
     assert gpus["0000:19:00.0"]["nvlink"] is None  # NVML could not tell
     _status, gpus = facts_with(roots, FakeNvml([gpu("00000000:15:00.0")]))  # a pynvml without the NVLink calls
     assert gpus["0000:15:00.0"]["nvlink"] is None
+
+
+def test_power9_cpu_links_are_no_switch_and_a_switch_without_an_address_still_counts(roots):
+    # NVML_NVLINK_DEVICE_TYPE_IBMNPU (1): a POWER9 CPU's NVLinks; the second GPU's remote PCI info is not supported
+    class NoRemoteAddress(FakeNvlinkNvml):
+        def nvmlDeviceGetNvLinkRemotePciInfo_v2(self, handle, link):
+            if handle.get("no_address"):
+                raise FakeNotSupported("Not Supported")
+            return FakePciInfo(handle["nvlink"][link][0])
+
+    power9 = dict(gpu("00000000:15:00.0"), nvlink=[("00000000:04:00.0", 1)] * 3 + [("00000000:19:00.0", 0)] * 3)
+    hidden = dict(gpu("00000000:19:00.0"), nvlink=[(None, 2)] * 18, no_address=True)
+    _status, gpus = facts_with(roots, NoRemoteAddress([power9, hidden]))
+    first = gpus["0000:15:00.0"]["nvlink"]
+    assert (first["links"], first["to_switch"], first["peers"]) == (6, 0, [{"address": "0000:19:00.0", "links": 3}])
+    second = gpus["0000:19:00.0"]["nvlink"]
+    assert (second["links"], second["to_switch"], second["peers"]) == (18, 18, [])

@@ -435,7 +435,10 @@ def test_absurd_nvlink_answers():
     nvlink = infos["0000:15:00.0"].nvlink
     # links 0 and 5 onwards are up (state 1; True, "1", 1.0 and None are not NVML's answer); one remote is readable
     assert nvlink["links"] == 14 and nvlink["version"] == 4
-    assert nvlink["remotes"] == {"0000:05:00.0": {"links": 2, "type": "switch"}}
+    # links whose far end has no readable address still count, by their type where NVML gives one
+    assert nvlink["remotes"] == {"0000:05:00.0": {"links": 2, "type": "switch"},
+                                 "unaddressed switch": {"links": 2, "type": "switch"},
+                                 "unaddressed unknown": {"links": 10, "type": None}}
 
 
 # ---- 5. a device present twice ---------------------------------------------------------------------------------

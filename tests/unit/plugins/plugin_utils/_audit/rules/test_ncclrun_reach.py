@@ -202,22 +202,35 @@ def test_an_ib_hca_that_matches_nothing_is_a_fail_with_the_devices_the_node_has(
 ])
 def test_ib_hca_as_nccl_matches_it(healthy, tmp_path, value, unmatched, severity):
     found, outcomes = audit("gpu-a", healthy, [written(tmp_path, HCA_TYPO.replace("mlx5_bond_0", value))])
+    # the same value where NCCL opened the devices that match
+    opened = HCA_TYPO.replace("mlx5_bond_0", value).replace(
+        "NET/IB : No device found.", "NET/IB : Using [0]mlx5_0:1/IB ; OOB bond0.100:198.18.100.11<0>").replace(
+        "Using network Socket", "Using network IB")
     if unmatched is None:
         # the value names active ports, and this log says NCCL found no device: it could not open them
         [finding] = found["NCCLRUN-011"]
         assert finding["evidence"]["unmatched"] == [] and finding["severity"] == "fail"
         assert "but NCCL found no device (NET/IB) and used network Socket: the process could not open them" in (
             finding["message"])
-        # the same value where NCCL opened the devices: nothing to say
-        opened = HCA_TYPO.replace("mlx5_bond_0", value).replace(
-            "NET/IB : No device found.", "NET/IB : Using [0]mlx5_0:1/IB ; OOB bond0.100:198.18.100.11<0>").replace(
-            "Using network Socket", "Using network IB")
         found, outcomes = audit("gpu-a", healthy, [written(tmp_path, opened)])
         assert "NCCLRUN-011" not in found
         assert outcomes["NCCLRUN-011"]["status"] == "pass"
         return
+    # this log says NCCL found no device: whatever matched, the run lost its whole RDMA network (a fail)
+    [finding] = found["NCCLRUN-011"]
+    assert finding["evidence"]["unmatched"] == unmatched and finding["severity"] == "fail"
+    assert "NCCL found no device (NET/IB) and used network Socket" in finding["message"]
+    # where NCCL opened the devices that match, only the others' rails are lost: the severity given
+    found, outcomes = audit("gpu-a", healthy, [written(tmp_path, opened)])
     [finding] = found["NCCLRUN-011"]
     assert finding["evidence"]["unmatched"] == unmatched and finding["severity"] == severity
+    assert "NCCL found no device" not in finding["message"]
+
+
+def test_could_not_open_names_the_ports_the_value_names(healthy, tmp_path):
+    found, _outcomes = audit("gpu-a", healthy, [written(tmp_path, HCA_TYPO.replace("mlx5_bond_0", "mlx5_3:1"))])
+    [finding] = found["NCCLRUN-011"]
+    assert "names active ports of the node (mlx5_3:1), but NCCL found no device" in finding["message"]
 
 
 def test_real_log_of_an_ib_hca_nccl_could_not_open(healthy):

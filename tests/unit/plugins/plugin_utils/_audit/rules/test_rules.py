@@ -458,3 +458,37 @@ def test_probe_nccl_on_a_node_the_model_cannot_figure_is_not_applicable(healthy)
     _findings, outcomes = run(facts, _probe_expect(nccl={"installed": True, "rows": rows, "max_busbw": 3.0}))
     assert outcomes["PROBE-005"][0] == "not_applicable"
     assert "the model has no figure: facts: no GPUs on this node" in outcomes["PROBE-005"][1]
+
+
+def test_probe_nccl_against_the_model_on_odd_and_partial_runs(healthy):
+    """Found by review: odd shapes of a hand-written result, sockets named on one node, a launcher's run without
+    ranks, and a run on some of the node's GPUs (told apart by the buses nccl-tests lists)."""
+    for odd in ({"ranks": 8, "rows": [{"bytes": 8, "busbw": 1.0}]}, {"rows": 1}, {"rows": [{"bytes": True, "busbw": 1}]}):
+        _findings, outcomes = run(healthy, _probe_expect(nccl=dict({"installed": True, "max_busbw": 1.0}, **odd)))
+        assert outcomes["PROBE-005"][0] in ("pass", "findings", "not_applicable"), outcomes["PROBE-005"]
+    one = [{"rank": i, "host": "gpu-a", "device": i, "bus": "x", "name": "H100"} for i in range(8)]
+    log = {"sections": {"gpu-a": {"network": "Socket"}}, "hosts": ["gpu-a"]}
+    [found] = of(run(healthy, _probe_expect(nccl={"installed": True, "rows": [{"bytes": 1 << 30, "busbw": 1.0}],
+                                                  "max_busbw": 1.0, "ranks": one, "nccl_log": log}))[0], "PROBE-005")
+    assert found["evidence"]["explained_by"] == [] and "sockets" not in found["message"]
+    _findings, outcomes = run(healthy, _probe_expect(nccl={"installed": True, "rows": [{"bytes": 1 << 30, "busbw": 1.0}],
+                                                           "max_busbw": 1.0}, nccl_scope="launcher"))
+    assert outcomes["PROBE-005"][0] == "not_applicable" and "listed no ranks" in outcomes["PROBE-005"][1]
+    # GPUs 0000:15 and 0000:19 of this host ("node": the hand-written node; buses 0x15, 0x19), two nodes: their
+    # rails only
+    two = [{"rank": r, "host": h, "device": d, "bus": b, "name": "H100"}
+           for r, (h, d, b) in enumerate([("node", 0, "0x15"), ("node", 1, "0x19"), ("gpu-b", 0, "0x15"),
+                                          ("gpu-b", 1, "0x19")])]
+    [found] = of(run(healthy, _probe_expect(nccl={"installed": True, "rows": [{"bytes": 1 << 30, "busbw": 0.5}],
+                                                  "max_busbw": 0.5, "ranks": two}, nccl_scope="launcher"))[0],
+                 "PROBE-005")
+    assert found["evidence"]["gpus_per_node"] == 2 and found["evidence"]["nodes"] == 2
+    assert "2 of the node's GPUs took part (by the buses the run listed), with their rails" in (
+        found["evidence"]["model_notes"])
+    # the same run where this host's name is not among the ranks: which GPUs is not known, and the notes say so
+    other = [dict(r, host="gpu-c" if r["host"] == "node" else r["host"]) for r in two]
+    [found] = of(run(healthy, _probe_expect(nccl={"installed": True, "rows": [{"bytes": 1 << 30, "busbw": 0.5}],
+                                                  "max_busbw": 0.5, "ranks": other}, nccl_scope="launcher"))[0],
+                 "PROBE-005")
+    assert "2 of the node's 8 GPUs took part; which ones is not known: the rails of 2 of them" in (
+        found["evidence"]["model_notes"])
