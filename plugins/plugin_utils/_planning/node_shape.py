@@ -11,12 +11,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import nic_link
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_sides, nic_link
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import ports_under
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import (
-    CPU_LINK, CPU_LINK_DEFAULT, pcie_gbytes,
+    CPU_LINK, CPU_LINK_DEFAULT, PCIE_LANE, pcie_gbytes,
 )
 
 # ---- from the facts -------------------------------------------------------------------------------------------
@@ -39,20 +39,16 @@ def compute_capability(name):
     return None
 
 
-def _side(link, side):
-    part = (link or {}).get(side) if isinstance(link, dict) else None
-    return part if isinstance(part, dict) else {}
-
-
 def _int(value, low, high):
     return value if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high else None
 
 
 def _link_figure(link):
     """NCCL's GB/s of a link fact: the best generation (a GPU lowers it at idle) at the width it trained to now."""
-    best, now = _side(link, "max"), _side(link, "current")
-    generation = _int(best.get("generation"), 1, 6) or _int(now.get("generation"), 1, 6)
-    width = _int(now.get("width"), 1, 32) or _int(best.get("width"), 1, 32)
+    sides = link_sides(link)  # the one reading of a link fact
+    best, now = sides["max"], sides["current"]
+    generation = next((g for g in (best["generation"], now["generation"]) if g in PCIE_LANE), None)
+    width = next((w for w in (now["width"], best["width"]) if w is not None and w <= 32), None)
     return generation, width, pcie_gbytes(generation, width)
 
 
