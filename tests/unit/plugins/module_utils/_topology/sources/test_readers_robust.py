@@ -346,33 +346,38 @@ def test_nan_and_infinite_rates_are_not_numbers(dgx):
     json.dumps(facts, allow_nan=False)
 
 
+class _NvmlError(Exception):
+    pass
+
+
+class _OneGpuNvml:
+    """A fake pynvml (the library boundary) with one GPU at 0000:15:00.0; each test adds the answers it judges."""
+
+    NVMLError = _NvmlError
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetCount(self):
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return index
+
+    def nvmlDeviceGetPciInfo(self, handle):
+        return type("Pci", (), {"busId": b"00000000:15:00.0"})()
+
+
 def test_absurd_nvml_answers(roots):
     """A fake pynvml (the library boundary) answering a generation of 10**400, a width of 3 and a pstate of -2."""
     from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nvml import read_nvml
 
-    class Error(Exception):
-        pass
-
-    class Fake:
-        NVMLError = Error
-
-        def nvmlInit(self):
-            pass
-
-        def nvmlShutdown(self):
-            pass
-
+    class Fake(_OneGpuNvml):
         def nvmlSystemGetDriverVersion(self):
             return "1"
-
-        def nvmlDeviceGetCount(self):
-            return 1
-
-        def nvmlDeviceGetHandleByIndex(self, index):
-            return index
-
-        def nvmlDeviceGetPciInfo(self, handle):
-            return type("Pci", (), {"busId": b"00000000:15:00.0"})()
 
         def __getattr__(self, name):
             answers = {"nvmlDeviceGetName": b"GPU", "nvmlDeviceGetUUID": "GPU-1",
@@ -394,27 +399,7 @@ def test_absurd_nvml_answers(roots):
 def test_absurd_nvlink_answers():
     from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nvml import read_nvml
 
-    class Error(Exception):
-        pass
-
-    class Fake:
-        NVMLError = Error
-
-        def nvmlInit(self):
-            pass
-
-        def nvmlShutdown(self):
-            pass
-
-        def nvmlDeviceGetCount(self):
-            return 1
-
-        def nvmlDeviceGetHandleByIndex(self, index):
-            return index
-
-        def nvmlDeviceGetPciInfo(self, handle):
-            return type("Pci", (), {"busId": b"00000000:15:00.0"})()
-
+    class Fake(_OneGpuNvml):
         def nvmlDeviceGetNvLinkState(self, handle, link):
             return [1, True, "1", 1.0, None, 1][link] if link < 6 else 1
 
@@ -428,7 +413,7 @@ def test_absurd_nvlink_answers():
             return [[], 2, "2", True, 2, None][link % 6]
 
         def __getattr__(self, name):
-            raise Error("Not Supported")
+            raise _NvmlError("Not Supported")
 
     status, infos = read_nvml(Fake())
     assert status["status"] == "used", status
