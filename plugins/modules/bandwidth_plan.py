@@ -9,24 +9,27 @@ __metaclass__ = type
 
 DOCUMENTATION = r"""
 module: bandwidth_plan
-short_description: Name each GPU's bottleneck to the network and predict the allreduce time per step
+short_description: What the hardware allows NCCL's all_reduce per host and across N nodes, and the time per step
 version_added: 0.1.0
 description:
-  - For each host's topology facts (live or captured), lists each GPU's path to the network as segments (its PCIe
-    link, the links above it, the NIC's slot, the NIC's line rate, the socket crossing when GPU and NIC sit on
-    different sockets) and names the slowest.
-  - The node's bandwidth to the network, for O(mode=tcp) the training interface's TCP goodput at the MTU capped by
-    its ports' slots and the GPUs' side, for O(mode=rdma) the sum over rails (the RDMA NIC nearest each GPU) of each
-    rail's slowest segment.
-  - The gradient allreduce per step across 2 to O(nodes) nodes (ring, 2(n-1)/n of the gradient over that
-    bandwidth, latency left out), and with O(compute_seconds) the communication share and scaling efficiency
-    (no overlap of communication and compute assumed, the pessimistic case).
-  - The same for the node with its NICs at 10, 25, 100, 200 and 400 GbE, and where the network becomes the ceiling
-    (communication takes as long as compute).
+  - For each host's topology facts (live or captured), the model of NCCL's collectives (the one the audit holds
+    measured nccl-tests runs against, docs/nccl.md) gives what the hardware allows NCCL's all_reduce on the node alone
+    and on O(nodes) nodes like it, and names the segment that caps it (NVLink, PCIe, the socket link, a rail's line
+    rate or TCP goodput, its NIC slot or GPU side).
+  - The rails NCCL would use between nodes, each with its GPUs and what caps it; for O(mode=rdma) the active RDMA
+    port nearest each GPU, for O(mode=tcp) the training interface (a bond's legs added). A host without a training
+    interface (no C(fabric_nccl_interface), no training network in C(fabric_attachments)) is planned on the NIC
+    nearest each GPU, as a server model captured before purchase is, with a warning and a note that say so.
+  - The gradient all_reduce per step over every GPU of 2 to O(nodes) nodes (each GPU holding the whole gradient),
+    latency and protocol included, shown for each count up to 64 and then doubling; with O(compute_seconds) the
+    communication share and scaling efficiency (no overlap of communication and compute assumed, the pessimistic
+    case).
+  - The same node with its NICs at 10, 25, 100, 200 and 400 GbE per port, and the node count where the network
+    becomes the ceiling (communication takes as long as compute; exact between the counts shown).
   - Writes C(plan.md), C(plan.json) and one PNG chart per host (matplotlib) to O(plan_dir) on the controller.
-  - A host the model cannot plan (no facts, no training network in C(tcp) mode, no GPU, no RDMA NIC near a GPU in
-    C(rdma) mode) is left out with a warning that names it and why, and listed under C(Not planned) in C(plan.md);
-    the other hosts are planned. The task fails only when no host can be planned.
+  - A host the model cannot plan (no facts, no GPU, non-NVIDIA GPUs, no rail, a figure that is not known) is left
+    out with a warning that names it and why, and listed under C(Not planned) in C(plan.md); the other hosts are
+    planned. The task fails only when no host can be planned.
   - This is an action plugin; the module file only carries its documentation.
 author:
   - gpuops.fabric maintainers (@gpuops)
@@ -56,14 +59,17 @@ options:
     description: Compute time per step; gives communication share, efficiency and the ceiling.
     type: float
   mode:
-    description: C(tcp) or C(rdma); default each host's C(fabric_nccl_mode), else C(tcp).
+    description: C(tcp) or C(rdma); default each host's C(fabric_nccl_mode), else what the hardware allows at its
+      best (C(rdma) where an active RDMA port is nearest some GPU, else C(tcp)).
     type: str
     choices: [tcp, rdma]
   mtu:
-    description: The MTU for TCP goodput; default the training network's MTU of the intent, else the interface's.
+    description: The MTU for TCP goodput on every socket rail; default the training network's MTU of the intent on the
+      training interface, else each interface's own.
     type: int
   socket_gbytes_per_s:
-    description: Usable bandwidth of the socket crossing (UPI, xGMI) in GB/s; unknown (and listed as such) when not given.
+    description: The socket interconnect (UPI, xGMI) in GB/s, where you know it better than the model; default
+      NCCL's own figure for the CPU it assumes (Intel Skylake, 10 GB/s; the CPU model is not in the facts).
     type: float
   plan_dir:
     description: Where to write the plan; default C(fabric_plan_dir), else C(fabric-plan).
@@ -86,10 +92,17 @@ EXAMPLES = r"""
 
 RETURN = r"""
 plans:
-  description: Per host the mode, interface, MTU, the per-GPU segments and bottlenecks, the node's bandwidth and what
-    sets it, the scaling rows and the by-link-speed summary.
+  description:
+    - Per host planned, C(mode), C(interface) and C(gpus); C(node) on the host alone and C(across) O(nodes) hosts
+      like it, each with C(busbw_gbytes_per_s) (large messages), C(limited_by), C(algorithm) and
+      C(at_1mib_gbytes_per_s); C(rails) (each with its C(gpus), C(transport), C(gbits), C(mtu), C(gbytes_per_s) and
+      C(limited_by)); C(notes) (what the model assumed); C(scaling) (per node count C(allreduce_s),
+      C(busbw_gbytes_per_s), C(protocol), C(algorithm), and with a compute time C(comm_share) and C(efficiency));
+      C(ceiling_nodes); and C(by_link_speed) (per speed C(across), C(allreduce_s) at O(nodes) and C(ceiling_nodes)).
   returned: success
   type: dict
+  sample: {node-a: {mode: tcp, interface: bond0.100, gpus: 8, across: {busbw_gbytes_per_s: 2.475,
+                    limited_by: "network: 1 rail (TCP goodput (20 Gbit/s at MTU 9000))", algorithm: ring}}}
 markdown:
   description: The plan as Markdown (what plan.md holds).
   returned: success
@@ -103,16 +116,5 @@ skipped_hosts:
   description: The hosts left out of the plan, each with why.
   returned: success
   type: dict
-  sample: {node-c: "no training network attached in fabric_attachments; set fabric_nccl_interface (mode tcp)"}
-allowed:
-  description:
-    - Per host with facts, planned or not, what the hardware allows NCCL's all_reduce (the model of NCCL's
-      collectives the audit uses too), C(node) on the host alone and C(across) O(nodes) hosts like it, each with
-      C(busbw_gbytes_per_s), C(limited_by) and C(algorithm); C(notes) say what the model assumed (a host without a
-      training network in its intent takes the NIC nearest each GPU as its rail) and C(problem) why a figure is missing.
-    - The same figures are a table in plan.md.
-  returned: success
-  type: dict
-  sample: {node-a: {node: {busbw_gbytes_per_s: 370.8, limited_by: "NVLink through NVSwitch (18 links x 20.6 GB/s)",
-                           algorithm: ring}, across: null, notes: [], problem: null}}
+  sample: {node-c: "facts: no GPUs on this node; nothing to predict (mode tcp)"}
 """

@@ -1,5 +1,6 @@
-"""gpuops.fabric.plan over captured nodes: the table names each GPU's bottleneck, the times are the model's,
-a chart per host is written, and bad input is refused naming the value."""
+"""gpuops.fabric.plan over captured nodes: the figures and times are the model of NCCL's collectives (the audit's),
+each rail and what caps it is named, a chart per host is written, a host without a training network is planned on the
+NICs nearest its GPUs and says so, and bad input is refused naming the value."""
 
 import json
 import os
@@ -35,17 +36,20 @@ def test_plan_playbook(ansible_env, roots, tmp_path):
     with open(str(plan_dir / "plan.json")) as handle:
         plans = json.load(handle)
     tcp = plans["node-tcp"]
-    assert tcp["interface"] == "bond0.100" and tcp["mtu"] == 9000
-    assert tcp["plan"]["node"]["limited_by"] == "NIC line rate"
+    assert tcp["interface"] == "bond0.100" and tcp["mode"] == "tcp"
+    assert [(r["rail"], r["mtu"], r["limited_by"]) for r in tcp["rails"]] == [
+        ("bond0.100", 9000, "TCP goodput (20 Gbit/s at MTU 9000)")]
+    assert tcp["across"]["limited_by"] == "network: 1 rail (TCP goodput (20 Gbit/s at MTU 9000))"
     # the broken twin: GPU 0 shares mlx5_1 with GPU 1 (its own HCA is on the other socket), so 7 rails; and GPU 1
-    # trained down to x8 (Gen5 x8 = 31.5 GB/s) caps that rail below its 50 GB/s line rate: 6 x 50 + 31.508
+    # trained down to x8 (NCCL's Gen5 x8: 24 GB/s) caps that rail below its line rate (400 x 0.96 / 8 = 48 GB/s)
     rdma = plans["node-rdma"]
-    assert [g["nic"] for g in rdma["plan"]["gpus"]][:2] == ["mlx5_1", "mlx5_1"]
-    rails = dict((r["rail"], r) for r in rdma["plan"]["rails"])
-    assert len(rails) == 7 and rails["mlx5_1"]["limited_by"] == "GPU side"
-    assert abs(rdma["plan"]["node"]["gbytes_per_s"] - (6 * 50 + 31.508)) < 0.01
+    rails = dict((r["rail"], r) for r in rdma["rails"])
+    assert len(rails) == 7 and rails["mlx5_1"]["gpus"] == ["0", "1"]
+    assert rails["mlx5_1"]["limited_by"] == "GPU link" and rails["mlx5_1"]["gbytes_per_s"] == 24.0
+    assert [r["nodes"] for r in rdma["scaling"]] == list(range(2, 9))
     text = (plan_dir / "plan.md").read_text()
-    assert "| 10 GbE | 2.48 |" in text and "network becomes the ceiling at" in text
+    assert "| 10 GbE | 2.475 | network: 1 rail (TCP goodput (20 Gbit/s at MTU 9000)) |" in text
+    assert "network becomes the ceiling at" in text and "| mlx5_1 | 0, 1 | roce | 400 | 24 | GPU link |" in text
     assert (plan_dir / "node-tcp.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -71,26 +75,27 @@ def test_a_host_that_cannot_be_planned_is_named_and_the_others_planned(ansible_e
                                   "fabric_facts_path": str(tmp_path / "missing.xml")}})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     output = " ".join((result.stdout + result.stderr).split())
-    assert ("bandwidth_plan: node-none was not planned: no training network attached in fabric_attachments; "
-            "set fabric_nccl_interface (mode tcp)") in output
+    assert ("bandwidth_plan: node-none: no training network attached in fabric_attachments; set "
+            "fabric_nccl_interface; planned on the NIC nearest each GPU") in output
     assert "bandwidth_plan: node-gone was not planned: its facts could not be gathered: " in output
     plan_dir = tmp_path / "plan"
-    assert sorted(os.listdir(str(plan_dir))) == ["node-rdma.png", "node-tcp.png", "plan.json", "plan.md"]
+    assert sorted(os.listdir(str(plan_dir))) == ["node-none.png", "node-rdma.png", "node-tcp.png", "plan.json",
+                                                 "plan.md"]
     with open(str(plan_dir / "plan.json")) as handle:
-        assert sorted(json.load(handle)) == ["node-rdma", "node-tcp"]
+        plans = json.load(handle)
+    assert sorted(plans) == ["node-none", "node-rdma", "node-tcp"]
+    # the host without a training network: the NIC nearest each GPU is its rail, as a server model captured before
+    # purchase gets it, and the plan says so
+    assert plans["node-none"]["interface"] is None and plans["node-none"]["rails"]
+    assert plans["node-none"]["notes"][0].startswith("no training network attached in fabric_attachments")
     text = (plan_dir / "plan.md").read_text()
-    assert "## Not planned" in text and "- node-none: no training network attached" in text
-    assert "## node-tcp" in text and "## node-rdma" in text
-    # the host the planner could not plan still gets what the hardware allows NCCL's all_reduce, its rails the NICs
-    # nearest its GPUs (the model of NCCL's collectives, docs/nccl.md)
-    assert "## What the hardware allows NCCL's all_reduce" in text
-    row = [line for line in text.splitlines() if line.startswith("| node-none |")]
-    assert row and "| 10 | socket interconnect (intel-skylake) |" in row[0], row
+    assert "## Not planned" in text and "- node-gone: its facts could not be gathered" in text
+    assert "## node-tcp" in text and "## node-rdma" in text and "## node-none" in text
 
 
 def test_plan_fails_when_no_host_can_be_planned(ansible_env, roots, tmp_path):
-    # a GPU node without a training network would still get the model's figure (its nearest NICs as rails); a
-    # real capture of a host without GPUs (a Westmere box with a QLogic HCA) gets neither a plan nor a figure
+    # a GPU node without a training network is still planned (its nearest NICs as rails); a real capture of a host
+    # without GPUs (a Westmere box with a QLogic HCA) is not
     inventory = tmp_path / "inventory.yml"
     local = {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}
     capture = os.path.join(REPO, "tests", "fixtures", "realdata", "hwloc-westmere-qib-4numa",
@@ -103,5 +108,5 @@ def test_plan_fails_when_no_host_can_be_planned(ansible_env, roots, tmp_path):
                             timeout=300, cwd=REPO, check=False)
     assert result.returncode != 0
     assert "bandwidth_plan: no host could be planned" in result.stdout
-    assert "node-none: no training network attached in fabric_attachments" in result.stdout
+    assert "node-none: facts: no GPUs on this node; nothing to predict (mode tcp)" in result.stdout
     assert not (tmp_path / "plan").exists()

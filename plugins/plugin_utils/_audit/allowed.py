@@ -18,7 +18,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import training_interface
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import at_size, predict
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import predict, summary
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.node_shape import shape_from_facts
 
 
@@ -65,11 +65,6 @@ def host_shape(facts, expect, gpus=None, buses=None):
     return shape
 
 
-def _figure(prediction):
-    return {"busbw_gbytes_per_s": prediction["busbw_gbytes_per_s"], "limited_by": prediction["limited_by"],
-            "algorithm": prediction["algorithm"], "at_1mib_gbytes_per_s": at_size(prediction, 2 ** 20)}
-
-
 def host_row(host, facts, expect, nodes):
     """One host's figures: on the node alone, and on ``nodes`` nodes like it. {"host", "gpus", "rails", "node",
     "nodes", "across", "notes", "problem"}: problem says why a figure is missing."""
@@ -83,13 +78,13 @@ def host_row(host, facts, expect, nodes):
     row.update(gpus=shape["gpus"], rails=["%s (%g Gbit/s, %s)" % (r["name"], r["gbits"], r["transport"])
                                           for r in shape["rails"]], notes=list(shape["notes"]))
     try:
-        row["node"] = _figure(predict(shape, 1))
+        row["node"] = summary(predict(shape, 1))
     except ModelError as error:
         row["problem"] = str(error)
         return row
     if nodes > 1:
         try:
-            row["across"] = _figure(predict(shape, nodes))
+            row["across"] = summary(predict(shape, nodes))
         except ModelError as error:
             row["problem"] = "across %d nodes: %s" % (nodes, error)
     return row

@@ -125,6 +125,8 @@ def check_shape(shape):
         "through_cpu": _choice("through_cpu", shape.get("through_cpu", "none"), ("none", "intel", "amd", "other")),
         "numa_crossing": bool(shape.get("numa_crossing")),
         "cpu": _choice("cpu", shape.get("cpu"), tuple(sorted(CPU_LINK)), nullable=True),
+        "cpu_link_gbytes_per_s": _num("cpu_link_gbytes_per_s", shape.get("cpu_link_gbytes_per_s"), 0.001, 100000,
+                                      nullable=True),
         "rails": [],
         "notes": [str(n) for n in shape.get("notes") or []] if isinstance(shape.get("notes") or [], list) else None,
     }
@@ -151,7 +153,11 @@ def check_shape(shape):
             "gpu_side_gbytes_per_s": _num(where + ".gpu_side_gbytes_per_s", rail.get("gpu_side_gbytes_per_s"),
                                           0.001, 100000, nullable=True),
             "gpu_side": str(rail.get("gpu_side") or "GPU link"),
+            "ports": _num(where + ".ports", rail.get("ports", 1), 1, 64, integer=True),
+            "gpus": [str(g) for g in rail.get("gpus") or []] if isinstance(rail.get("gpus") or [], list) else None,
         })
+        if out["rails"][-1]["gpus"] is None:
+            raise ModelError("%s.gpus: expected a list of the GPUs on the rail, got %r" % (where, rail.get("gpus")))
     return out
 
 
@@ -164,6 +170,9 @@ def _gpu_link(shape):
 
 
 def _cpu_link(shape):
+    if shape["cpu_link_gbytes_per_s"] is not None:
+        return {"name": "socket interconnect (as given)", "gbytes_per_s": shape["cpu_link_gbytes_per_s"],
+                "source": "the figure the user gave for the socket interconnect"}
     cpu = shape["cpu"] or CPU_LINK_DEFAULT
     return {"name": "socket interconnect (%s)" % cpu, "gbytes_per_s": CPU_LINK[cpu],
             "source": NCCL_TOPO + (": CPU link figure" if shape["cpu"] else
@@ -288,20 +297,32 @@ def _latency_us(protocol, collective, ranks, nodes, hop):
     return protocol["base"] + (steps - inter_steps) * intra + inter_steps * protocol["net"]
 
 
-def predict(shape, nodes=1, collective="all_reduce", sizes=DEFAULT_SIZES):
-    """The expected bus bandwidth of ``collective`` on ``nodes`` nodes of ``shape`` (checked with check_shape).
+def _fastest(found, nvls, collective, ranks, nodes, size):
+    """(microseconds, protocol) of the fastest of NCCL's protocols (NVLS where it has a figure) for ``size`` bytes."""
+    factor, ring, best = bus_factor(collective, ranks), found["gbytes_per_s"], None
+    for protocol in PROTOCOLS:
+        if protocol["name"] == "LL128" and found["intra_hop"] != "nvlink":
+            continue
+        latency = _latency_us(protocol, collective, ranks, nodes, found["intra_hop"])
+        time_us = latency + factor * size / (1000.0 * ring * protocol["bw"])
+        if best is None or time_us < best[0]:
+            best = (time_us, protocol["name"])
+    if nvls:
+        time_us = NVLS_LATENCY + factor * size / (1000.0 * nvls)
+        if time_us < best[0]:
+            best = (time_us, "NVLS")
+    return best
 
-    Returns {"collective", "nodes", "ranks", "busbw_gbytes_per_s" (large messages), "limited_by", "segments",
-    "algorithm", "curve": [{"bytes", "protocol", "time_us", "busbw_gbytes_per_s"}], "notes"}."""
-    shape = check_shape(shape)
+
+def _solve(shape, nodes, collective):
+    """The checked shape's ring figure, NVLS figure (or None), bus figure, algorithm and notes on ``nodes`` nodes."""
     nodes = _num("nodes", nodes, 1, MAX_NODES, integer=True)
     _choice("collective", collective, COLLECTIVES)
     ranks = shape["gpus"] * nodes
     found = bus_bandwidth(shape, nodes, collective)
     notes = list(shape["notes"])
     algorithm = "tree" if found["inter"] and "tree_gbytes_per_s" in found["inter"] else "ring"
-    bus = found["gbytes_per_s"]
-    nvls = None
+    bus, nvls = found["gbytes_per_s"], None
     if shape["nvls"] and nodes == 1 and collective == "all_reduce" and bus is not None and ranks > 1:
         # NVLink SHARP reduces in the switch: NCCL's algorithm bandwidth is 5/6 of the NVLink bus figure; NCCL takes
         # it where it is faster than the ring (not on two GPUs, where the ring's bus factor is 1)
@@ -309,29 +330,58 @@ def predict(shape, nodes=1, collective="all_reduce", sizes=DEFAULT_SIZES):
         if nvls > bus:
             notes.append("NVLink SHARP (NVLS): algorithm bandwidth 5/6 of the NVLink figure (%s)" % NCCL_TUNING)
             bus, algorithm = nvls, "nvls"
+    return {"nodes": nodes, "ranks": ranks, "found": found, "nvls": nvls, "bus": bus, "algorithm": algorithm,
+            "notes": notes}
+
+
+def predict(shape, nodes=1, collective="all_reduce", sizes=DEFAULT_SIZES):
+    """The expected bus bandwidth of ``collective`` on ``nodes`` nodes of ``shape`` (checked with check_shape).
+
+    Returns {"collective", "nodes", "ranks", "busbw_gbytes_per_s" (large messages), "limited_by", "segments",
+    "algorithm", "curve": [{"bytes", "protocol", "time_us", "busbw_gbytes_per_s"}], "notes"}."""
+    solved = _solve(check_shape(shape), nodes, collective)
+    ranks, found, bus = solved["ranks"], solved["found"], solved["bus"]
     curve = []
     if bus is not None and ranks > 1:
-        factor = bus_factor(collective, ranks)
-        ring = found["gbytes_per_s"]
         for size in sizes:
-            best = None
-            for protocol in PROTOCOLS:
-                if protocol["name"] == "LL128" and found["intra_hop"] != "nvlink":
-                    continue
-                latency = _latency_us(protocol, collective, ranks, nodes, found["intra_hop"])
-                time_us = latency + factor * size / (1000.0 * ring * protocol["bw"])
-                if best is None or time_us < best[0]:
-                    best = (time_us, protocol["name"])
-            if nvls:
-                time_us = NVLS_LATENCY + factor * size / (1000.0 * nvls)
-                if time_us < best[0]:
-                    best = (time_us, "NVLS")
-            curve.append({"bytes": size, "protocol": best[1], "time_us": round(best[0], 3),
-                          "busbw_gbytes_per_s": round(factor * size / (best[0] * 1000.0), 3)})
-    return {"collective": collective, "nodes": nodes, "ranks": ranks,
+            time_us, protocol = _fastest(found, solved["nvls"], collective, ranks, solved["nodes"], size)
+            curve.append({"bytes": size, "protocol": protocol, "time_us": round(time_us, 3),
+                          "busbw_gbytes_per_s": round(bus_factor(collective, ranks) * size / (time_us * 1000.0), 3)})
+    return {"collective": collective, "nodes": solved["nodes"], "ranks": ranks,
             "busbw_gbytes_per_s": round(bus, 3) if bus is not None else None,
             "limited_by": found["limited_by"], "segments": found["segments"], "inter": found["inter"],
-            "algorithm": algorithm, "curve": curve, "notes": notes}
+            "algorithm": solved["algorithm"], "curve": curve, "notes": solved["notes"]}
+
+
+def seconds(shape, nodes, size, collective="all_reduce"):
+    """One collective of ``size`` bytes on ``nodes`` nodes of ``shape``: {"seconds", "busbw_gbytes_per_s" (at that
+    size), "protocol", "limited_by", "algorithm"}; seconds is None where the bus figure is not known, 0 where there
+    is no collective traffic (one GPU on one node)."""
+    solved = _solve(check_shape(shape), nodes, collective)
+    size = _num("size", size, 0, 1e18)
+    out = {"seconds": None, "busbw_gbytes_per_s": None, "protocol": None,
+           "limited_by": solved["found"]["limited_by"], "algorithm": solved["algorithm"]}
+    if solved["ranks"] < 2:
+        out["seconds"] = 0.0
+    elif solved["bus"] is not None:
+        time_us, protocol = _fastest(solved["found"], solved["nvls"], collective, solved["ranks"], solved["nodes"],
+                                     size)
+        out.update(seconds=time_us / 1e6, protocol=protocol,
+                   busbw_gbytes_per_s=bus_factor(collective, solved["ranks"]) * size / (time_us * 1000.0))
+    return out
+
+
+def summary(prediction):
+    """The figures a report shows of a prediction: {busbw (large messages), limited_by, algorithm, at 1 MiB}."""
+    return {"busbw_gbytes_per_s": prediction["busbw_gbytes_per_s"], "limited_by": prediction["limited_by"],
+            "algorithm": prediction["algorithm"], "at_1mib_gbytes_per_s": at_size(prediction, 2 ** 20)}
+
+
+def at_line_rate(shape, gbits_per_port):
+    """The same node with every rail's ports at ``gbits_per_port`` Gbit/s (its slots and GPU side unchanged)."""
+    shape = check_shape(shape)
+    speed = _num("gbits_per_port", gbits_per_port, 0.001, 100000)
+    return dict(shape, rails=[dict(r, gbits=speed * r["ports"]) for r in shape["rails"]])
 
 
 def at_size(prediction, size):

@@ -81,8 +81,14 @@ def _gpu_nic_path(facts, gpu, nic):
     return None
 
 
-def _rail_gpu_side(facts, gpus, nic_address, notes):
-    """The narrowest GPU side of a rail: the GPUs' links, the links above them, a socket crossing."""
+def _gpu_names(gpus):
+    """The GPUs of a rail as reports name them: their index where the facts have one, else their address."""
+    return [str(g["index"]) if _int(g.get("index"), 0, 4096) is not None else str(g.get("address")) for g in gpus]
+
+
+def _rail_gpu_side(facts, gpus, nic_address, notes, cpu_link=None):
+    """The narrowest GPU side of a rail: the GPUs' links, the links above them, a socket crossing (``cpu_link``: the
+    socket interconnect's GB/s where the user knows it, else NCCL's figure of the CPU it assumes)."""
     figures, crossing = [], False
     for gpu in gpus:
         figure = _link_figure(gpu.get("link"))[2]
@@ -95,7 +101,11 @@ def _rail_gpu_side(facts, gpus, nic_address, notes):
                 if upstream is not None:
                     figures.append((upstream, "upstream link %s" % link.get("device")))
         crossing = crossing or path.get("type") == "SYS"
-    if crossing:
+    if crossing and cpu_link is not None:
+        figures.append((cpu_link, "socket crossing"))
+        notes.append("a GPU reaches its NIC across sockets: the socket interconnect counted at %g GB/s, as given"
+                     % cpu_link)
+    elif crossing:
         figures.append((CPU_LINK[CPU_LINK_DEFAULT], "socket crossing"))
         notes.append("a GPU reaches its NIC across sockets: the socket interconnect counted at NCCL's %s figure "
                      "(the CPU model is not in the facts)" % CPU_LINK_DEFAULT)
@@ -104,7 +114,7 @@ def _rail_gpu_side(facts, gpus, nic_address, notes):
     return min(figures)
 
 
-def _interface_rail(facts, interface, gpus, notes):
+def _interface_rail(facts, interface, gpus, notes, cpu_link=None):
     """The one rail of NCCL's sockets on ``interface``: the ports under it (a VLAN's parent, a bond's legs, over
     which NCCL's flows hash) at their speeds added up, at the interface's own MTU; None (with a note) where the facts
     lack the interface or a port's speed."""
@@ -122,13 +132,13 @@ def _interface_rail(facts, interface, gpus, notes):
         return None
     slots = [_link_figure(nic_link(p))[2] for p in ports]
     mtu = named[0].get("mtu") if _int(named[0].get("mtu"), 576, 65536) else 1500
-    side, what = _rail_gpu_side(facts, gpus, ports[0].get("address"), notes)
+    side, what = _rail_gpu_side(facts, gpus, ports[0].get("address"), notes, cpu_link)
     if len(ports) > 1:
         count = len(ports)
         notes.append("%s: %d ports under it, their speeds added (NCCL's flows hash over them)" % (interface, count))
     return {"name": interface, "transport": "socket", "gbits": sum(speeds) / 1000.0, "mtu": mtu,
             "slot_gbytes_per_s": sum(slots) if None not in slots else None, "gpu_side_gbytes_per_s": side,
-            "gpu_side": what}
+            "gpu_side": what, "ports": len(ports), "gpus": _gpu_names(gpus)}
 
 
 def _nvlink_intra(gpus, shape, notes):
@@ -175,14 +185,15 @@ def _nvlink_intra(gpus, shape, notes):
     return False
 
 
-def shape_from_facts(facts, mode=None, interface=None):
+def shape_from_facts(facts, mode=None, interface=None, cpu_link=None):
     """A node shape for predict() from a node's facts, and the notes of what it assumed.
 
     ``mode`` rdma or tcp (None: rdma where an active RDMA port is nearest some GPU, else tcp); ``interface``: the
     training interface for tcp (None: the NIC nearest each GPU is its rail, as a host without an intent gets it).
     The GPUs meet over NVLink where the facts' gpus[].nvlink say so (through NVSwitches, or GPU to GPU where every
     GPU reaches two others or the pair each other), else over their PCIe paths (peer to peer up to a PCIe switch, shared
-    memory through the CPU beyond: NCCL's default on Intel, the CPU model not being in the facts)."""
+    memory through the CPU beyond: NCCL's default on Intel, the CPU model not being in the facts). ``cpu_link``: the
+    socket interconnect's GB/s where the user knows it (else NCCL's figure of the CPU assumed)."""
     if not isinstance(facts, dict):
         raise ModelError("facts: expected a mapping, got %r" % (facts,))
     gpus = _records(facts.get("gpus"))
@@ -201,7 +212,7 @@ def shape_from_facts(facts, mode=None, interface=None):
     generation, width = (min(known, key=lambda l: l[2])[:2]) if known else (None, None)
     worst = _worst_path(facts, gpus)
     shape = {"gpus": len(gpus), "compute_capability": capability, "intra": "pcie", "pcie_generation": generation,
-             "pcie_width": width, "rails": [], "notes": notes}
+             "pcie_width": width, "rails": [], "notes": notes, "cpu_link_gbytes_per_s": cpu_link}
     if len(gpus) > 1 and _nvlink_intra(gpus, shape, notes):
         pass
     elif len(gpus) > 1:
@@ -229,19 +240,19 @@ def shape_from_facts(facts, mode=None, interface=None):
                 by_rail.setdefault(near[0], []).append(gpu)
         for address in sorted(by_rail):
             device, port = active[address]
-            side, what = _rail_gpu_side(facts, by_rail[address], address, notes)
+            side, what = _rail_gpu_side(facts, by_rail[address], address, notes, cpu_link)
             nic = nics.get(address) or {}
             rail = {"name": str(device.get("name") or address), "gbits": port.get("rate_gbps"),
                     "transport": "roce" if port.get("link_layer") == "Ethernet" else "ib",
                     "slot_gbytes_per_s": _link_figure(nic.get("link") or nic.get("pci_link"))[2],
-                    "gpu_side_gbytes_per_s": side, "gpu_side": what}
+                    "gpu_side_gbytes_per_s": side, "gpu_side": what, "gpus": _gpu_names(by_rail[address])}
             if finite(rail["gbits"], 0.001) is not None:
                 shape["rails"].append(rail)
         notes.append("rails: the active RDMA port nearest each GPU (%s)" % ", ".join(r["name"] for r in shape["rails"]))
     else:
         candidates = []
         if interface:
-            rail = _interface_rail(facts, interface, gpus, notes)
+            rail = _interface_rail(facts, interface, gpus, notes, cpu_link)
             if rail:
                 shape["rails"].append(rail)
         else:
@@ -259,9 +270,10 @@ def shape_from_facts(facts, mode=None, interface=None):
                 notes.append("%s: no link speed in the facts, left out" % nic.get("name"))
                 continue
             mtu = nic.get("mtu") if _int(nic.get("mtu"), 576, 65536) else 1500
-            side, what = _rail_gpu_side(facts, by_rail.get(nic.get("address")) or gpus, nic.get("address"), notes)
+            on_rail = by_rail.get(nic.get("address")) or gpus
+            side, what = _rail_gpu_side(facts, on_rail, nic.get("address"), notes, cpu_link)
             shape["rails"].append({"name": str(nic.get("name") or nic.get("address")), "transport": "socket",
                                    "gbits": speed / 1000.0, "mtu": mtu,
                                    "slot_gbytes_per_s": _link_figure(nic_link(nic))[2],
-                                   "gpu_side_gbytes_per_s": side, "gpu_side": what})
+                                   "gpu_side_gbytes_per_s": side, "gpu_side": what, "gpus": _gpu_names(on_rail)})
     return shape

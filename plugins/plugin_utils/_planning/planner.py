@@ -3,218 +3,150 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
-"""The planner: for one node's facts, what limits each GPU's path to the network, and what that means for a
-data-parallel step on 2..N such nodes.
-
-The model (documented in docs/nccl.md, and deliberately simple):
-
-- Each GPU's path to the network is a list of segments: its own PCIe link, the links above it up to where it
-  meets its NIC, the NIC's slot, the NIC's line rate (TCP goodput at the MTU for tcp; the port rate for rdma),
-  and, when GPU and NIC sit on different sockets (SYS), the socket crossing (a figure the user gives).
-- tcp: NCCL's sockets use the one training interface; the node's inter-node bandwidth is its goodput, capped by
-  the slots of the ports under it. rdma: every NIC nearest some GPU is a rail; the node's bandwidth is the sum over
-  rails of the slowest segment of that rail (line rate, slot, or the GPU side of the GPUs on it).
-- A step's gradient allreduce across n nodes takes 2 (n - 1) / n x bytes / bandwidth (ring; latency left out)."""
+"""The planner: for one node's shape (node_shape.shape_from_facts), what NCCL's all_reduce is allowed on the node and
+on N nodes like it, what a data-parallel step's gradient all_reduce costs on 2..N nodes, and the same node with its
+NICs at other speeds. Every figure is the model of NCCL's collectives (collective.py), the one the audit uses: this
+module only asks it at the sizes and node counts a plan needs, and lays the answers out."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import nic_by_name, ports_under
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_sides, nic_link, path_rank
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import (
-    allreduce_time, ethernet_goodput, ModelError, path_bottleneck,
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import (
+    at_line_rate, check_shape, predict, seconds, summary,
 )
 
 LINK_SPEEDS_GBE = (10, 25, 100, 200, 400)
+EVERY_COUNT_UP_TO = 64  # node counts in a plan's table: each one up to here, then doubling, and the last
 
 
-def _path(facts, gpu, nic_address):
-    for path in (facts.get("paths") or {}).get("gpu_nic") or []:
-        if path["gpu"] == gpu["address"] and path["nic"] == nic_address:
-            return path
+def node_counts(max_nodes):
+    """The node counts a plan shows: 2..64 each, then 128, 256, ... and ``max_nodes`` itself."""
+    if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 2:
+        raise ModelError("nodes: %r must be a whole number, 2 or more" % (max_nodes,))
+    counts = list(range(2, min(max_nodes, EVERY_COUNT_UP_TO) + 1))
+    while counts[-1] < max_nodes:
+        counts.append(min(max_nodes, counts[-1] * 2))
+    return counts
+
+
+def _step(shape, nodes, gradient_bytes, compute_seconds):
+    found = seconds(shape, nodes, gradient_bytes)
+    if found["seconds"] is None:
+        raise ModelError("the bus bandwidth on %d nodes is not known: %s" % (nodes, found["limited_by"]))
+    row = {"nodes": nodes, "allreduce_s": found["seconds"], "protocol": found["protocol"],
+           "busbw_gbytes_per_s": found["busbw_gbytes_per_s"], "algorithm": found["algorithm"],
+           "limited_by": found["limited_by"]}
+    if compute_seconds:
+        row["comm_share"] = found["seconds"] / (found["seconds"] + compute_seconds)
+        row["efficiency"] = compute_seconds / (compute_seconds + found["seconds"])
+    return row
+
+
+def scaling(shape, gradient_bytes, max_nodes, compute_seconds=None):
+    """Rows for the node counts of node_counts(): the gradient all_reduce of ``gradient_bytes`` (each GPU holds the
+    whole gradient: data parallel) over every GPU of ``nodes`` nodes, in seconds, with the protocol NCCL would pick and
+    the bus bandwidth at that size; with a compute time, the communication share and scaling efficiency (no overlap
+    of communication and compute assumed: the pessimistic case). ModelError where the figure is not known."""
+    shape = check_shape(shape)
+    return [_step(shape, n, gradient_bytes, compute_seconds) for n in node_counts(max_nodes)]
+
+
+def ceiling(shape, rows, gradient_bytes, compute_seconds):
+    """The first node count where the all_reduce takes as long as the compute (the network becomes the ceiling),
+    exact between the rows' counts (the time grows with the node count beyond two), or None within the rows."""
+    if not compute_seconds:
+        return None
+    previous = None
+    for row in rows:
+        if row["allreduce_s"] >= compute_seconds:
+            low, high = (previous or row)["nodes"], row["nodes"]
+            while high - low > 1:
+                middle = (low + high) // 2
+                if _step(shape, middle, gradient_bytes, None)["allreduce_s"] >= compute_seconds:
+                    high = middle
+                else:
+                    low = middle
+            return high if previous else row["nodes"]
+        previous = row
     return None
 
 
-def _slot(link):
-    """The usable GB/s of a link fact's current side (pcie.link_sides), None when not known."""
-    return link_sides(link)["current"]["gbytes_per_s"]
-
-
-def _gpu_side(gpu, path, own, socket_gbytes):
-    """Segments from the GPU to the NIC's slot: GPU link, upstream links, socket crossing."""
-    segments = [{"name": "GPU link", "gbytes_per_s": _slot(gpu.get("link"))}]
-    upstream = [link["gbytes_per_s"] for link in (path or {}).get("links") or []
-                if link["device"] not in own and link.get("gbytes_per_s") is not None]
-    if upstream:
-        segments.append({"name": "upstream link", "gbytes_per_s": min(upstream)})
-    if path and path.get("type") == "SYS":
-        segments.append({"name": "socket crossing", "gbytes_per_s": socket_gbytes})
-    return segments
-
-
-def _line_rate(nic, mode, mtu, facts):
-    if mode == "rdma":
-        rates = [p.get("rate_gbps") for r in facts.get("rdma") or [] if r.get("address") == nic.get("address")
-                 for p in r.get("ports") or [] if p.get("rate_gbps")]
-        return rates[0] / 8.0 if rates else None
-    if not nic.get("speed_mbps"):
-        return None
-    return ethernet_goodput(nic["speed_mbps"], mtu) / 8.0
-
-
-def node_paths(facts, mode="tcp", interface=None, mtu=1500, socket_gbytes=None):
-    """Per GPU: its NIC, path type, segments and bottleneck; and the node's inter-node bandwidth with what sets it.
-
-    Returns {"gpus": [...], "node": {"gbytes_per_s", "limited_by", "rails": [...]}}; raises ModelError on input the
-    model cannot use (no GPUs, no interface in tcp mode, no RDMA NIC near any GPU in rdma mode).
-    """
-    gpus = facts.get("gpus") or []
-    if not gpus:
-        raise ModelError("facts: no GPUs on this node; nothing to plan")
-    rows, rails = [], {}
-    if mode == "tcp":
-        ports = ports_under(facts, interface) if interface else []
-        if not ports:
-            raise ModelError("interface: %r has no PCIe port under it in the facts" % (interface,))
-        for gpu in gpus:
-            best = None
-            for port in ports:
-                path = _path(facts, gpu, port["address"])
-                rank = path_rank(path.get("type") if path else None)
-                if best is None or rank < best[0]:
-                    best = (rank, port, path)
-            _rank, port, path = best
-            own = (gpu["address"], port["address"])
-            gpu_side = _gpu_side(gpu, path, own, socket_gbytes)
-            segments = gpu_side + [
-                {"name": "NIC slot", "gbytes_per_s": _slot(nic_link(port))},
-                {"name": "NIC line rate", "gbytes_per_s": _line_rate(port, mode, mtu, facts)}]
-            rows.append(_row(gpu, port["name"], path, segments))
-        iface = nic_by_name(facts, interface)
-        under = nic_by_name(facts, iface["vlan"]["parent"]) if iface.get("vlan") else iface
-        network = ethernet_goodput(under["speed_mbps"], mtu) / 8.0 if under.get("speed_mbps") else None
-        slots = [_slot(nic_link(p)) for p in ports]
-        gpu_side = [r["gpu_side_gbytes_per_s"] for r in rows]
-        node = path_bottleneck([
-            {"name": "NIC line rate", "gbytes_per_s": network},
-            {"name": "NIC slot", "gbytes_per_s": sum(slots) if all(s is not None for s in slots) else None},
-            {"name": "GPU side", "gbytes_per_s": sum(gpu_side) if all(g is not None for g in gpu_side) else None}])
-        rails = {interface: {"rail": interface, "gpus": [r["gpu"] for r in rows], "ports": len(ports),
-                             "slot_gbytes_per_s": sum(slots) if all(s is not None for s in slots) else None,
-                             "gbytes_per_s": node["gbytes_per_s"] if node else None,
-                             "limited_by": node["name"] if node else None, "line_gbytes_per_s": network}}
-    else:
-        rdma_pci = dict((r.get("address"), r["name"]) for r in facts.get("rdma") or [] if r.get("address"))
-        pci = dict((n["address"], n) for n in facts.get("nics") or [] if n.get("address"))
-        for gpu in gpus:
-            near = [n["nic"] for n in gpu.get("nearest_nics") or [] if n["nic"] in rdma_pci]
-            if not near:
-                raise ModelError("facts: GPU %s has no RDMA NIC near it" % gpu["address"])
-            address = near[0]
-            path = _path(facts, gpu, address)
-            nic = pci.get(address) or {"address": address, "name": rdma_pci[address], "link": None}
-            own = (gpu["address"], address)
-            segments = _gpu_side(gpu, path, own, socket_gbytes) + [
-                {"name": "NIC slot", "gbytes_per_s": _slot(nic_link(nic))},
-                {"name": "NIC line rate", "gbytes_per_s": _line_rate(nic, mode, mtu, facts)}]
-            rows.append(_row(gpu, rdma_pci[address], path, segments))
-            rail = rails.setdefault(rdma_pci[address], {
-                "rail": rdma_pci[address], "gpus": [], "segments": segments[-2:], "gpu_side": []})
-            rail["gpus"].append(gpu["address"])
-            rail["gpu_side"].append(rows[-1]["gpu_side_gbytes_per_s"])
-        for rail in rails.values():
-            gpu_side = min((g for g in rail.pop("gpu_side") if g is not None), default=None)
-            found = path_bottleneck(rail.pop("segments") + [{"name": "GPU side", "gbytes_per_s": gpu_side}])
-            rail["gbytes_per_s"] = found["gbytes_per_s"] if found else None
-            rail["limited_by"] = found["name"] if found else None
-        total = [r["gbytes_per_s"] for r in rails.values()]
-        limits = sorted(set(r["limited_by"] for r in rails.values() if r["limited_by"]))
-        node = {"name": ", ".join(limits), "gbytes_per_s": sum(total)} if all(t is not None for t in total) else None
-    return {"gpus": rows, "rails": [rails[k] for k in sorted(rails)],
-            "node": {"gbytes_per_s": node["gbytes_per_s"] if node else None,
-                     "limited_by": node["name"] if node else None}}
-
-
-def _row(gpu, nic_name, path, segments):
-    found = path_bottleneck(segments)
-    gpu_side = path_bottleneck([s for s in segments if s["name"] not in ("NIC slot", "NIC line rate")])
-    return {"gpu": gpu["address"], "index": gpu.get("index"), "nic": nic_name,
-            "path_type": (path or {}).get("type"), "segments": segments,
-            "bottleneck": found["name"] if found else None,
-            "bottleneck_gbytes_per_s": found["gbytes_per_s"] if found else None,
-            "unknown": found["unknown"] if found else [s["name"] for s in segments],
-            "gpu_side_gbytes_per_s": gpu_side["gbytes_per_s"] if gpu_side else None}
-
-
-def scaling(gradient_bytes, node_gbytes_per_s, max_nodes, compute_seconds=None):
-    """Rows for 2..max_nodes: allreduce seconds per step, and with a compute time, the communication share and
-    scaling efficiency (no overlap of communication and compute assumed: the pessimistic case)."""
-    if max_nodes is None or int(max_nodes) < 2:
-        raise ModelError("nodes: %r must be 2 or more" % (max_nodes,))
-    rows = []
-    for n in range(2, int(max_nodes) + 1):
-        comm = allreduce_time(gradient_bytes, n, node_gbytes_per_s)
-        row = {"nodes": n, "allreduce_s": comm}
-        if compute_seconds:
-            row["comm_share"] = comm / (comm + compute_seconds)
-            row["efficiency"] = compute_seconds / (compute_seconds + comm)
-        rows.append(row)
-    return rows
-
-
-def by_link_speed(plan, mode, mtu, gradient_bytes, max_nodes, compute_seconds=None, speeds=LINK_SPEEDS_GBE):
-    """The same node with every NIC at each of ``speeds`` (GbE): its bandwidth (the PCIe side still caps it)
-    and the scaling rows; the first node count where communication takes as long as compute (the ceiling)."""
-    out = []
+def plan_node(shape, gradient_bytes, max_nodes, compute_seconds=None, speeds=LINK_SPEEDS_GBE):
+    """A node's plan: {"node": summary on the node alone, "across": on ``max_nodes`` nodes, "rails": [...],
+    "scaling": rows, "ceiling_nodes", "by_link_speed": [{"speed_gbe", "across", "rows", "ceiling_nodes"}],
+    "notes"}. ModelError where the model has no figure for it."""
+    shape = check_shape(shape)
+    alone, across = predict(shape, 1), predict(shape, max_nodes)
+    rows = scaling(shape, gradient_bytes, max_nodes, compute_seconds)
+    rails = dict((r["rail"], r) for r in (across["inter"] or {}).get("rails") or [])
+    out = {"node": summary(alone), "across": summary(across), "nodes": max_nodes, "notes": list(across["notes"]),
+           "scaling": rows, "ceiling_nodes": ceiling(shape, rows, gradient_bytes, compute_seconds), "rails": [
+               {"rail": r["name"], "gpus": r["gpus"], "transport": r["transport"], "gbits": r["gbits"],
+                "mtu": r["mtu"] if r["transport"] == "socket" else None,
+                "gbytes_per_s": rails.get(r["name"], {}).get("gbytes_per_s"),
+                "limited_by": rails.get(r["name"], {}).get("limit")} for r in shape["rails"]],
+           "by_link_speed": []}
     for speed in speeds:
-        total = 0.0
-        for rail in plan["rails"]:
-            # tcp: the interface's ports (a bond's legs) all at this speed; rdma: each rail's port
-            line = (ethernet_goodput(speed * 1000 * rail.get("ports", 1), mtu) if mode == "tcp"
-                    else float(speed)) / 8.0
-            others = _caps_without_line_rate(plan, rail, mode)
-            total += min([line] + [c for c in others if c is not None])
-        rows = scaling(gradient_bytes, total, max_nodes, compute_seconds)
-        ceiling = next((r["nodes"] for r in rows if compute_seconds and r["allreduce_s"] >= compute_seconds), None)
-        out.append({"speed_gbe": speed, "gbytes_per_s": total, "rows": rows, "ceiling_nodes": ceiling})
+        other = at_line_rate(shape, speed)
+        other_rows = scaling(other, gradient_bytes, max_nodes, compute_seconds)
+        out["by_link_speed"].append({"speed_gbe": speed, "across": summary(predict(other, max_nodes)),
+                                     "rows": other_rows,
+                                     "ceiling_nodes": ceiling(other, other_rows, gradient_bytes, compute_seconds)})
     return out
 
 
-def _caps_without_line_rate(plan, rail, mode):
-    gpus = [g for g in plan["gpus"] if g["gpu"] in rail["gpus"]]
-    slots = [s["gbytes_per_s"] for g in gpus for s in g["segments"] if s["name"] == "NIC slot"]
-    gpu_side = [g["gpu_side_gbytes_per_s"] for g in gpus]
-    if mode == "tcp":
-        # one interface: the GPUs' sides add up, and so do the slots of its ports
-        return [sum(gpu_side) if all(x is not None for x in gpu_side) else None, rail.get("slot_gbytes_per_s")]
-    return [min(slots) if slots and all(s is not None for s in slots) else None,
-            min(gpu_side) if gpu_side and all(x is not None for x in gpu_side) else None]
+def _gb(value):
+    return "%.4g" % value if value is not None else "?"
 
 
-def table(host, plan, scale, compute_seconds=None):
-    """Markdown: the per-GPU bottlenecks, the node's bandwidth, and the time per step by node count."""
-    lines = ["## %s" % host, "", "| GPU | NIC | path | bottleneck | GB/s |", "|---|---|---|---|---|"]
-    for row in plan["gpus"]:
-        lines.append("| %s | %s | %s | %s | %s |" % (
-            row["index"], row["nic"], row["path_type"] or "?", row["bottleneck"] or "unknown",
-            "%.2f" % row["bottleneck_gbytes_per_s"] if row["bottleneck_gbytes_per_s"] is not None else "?"))
-    node = plan["node"]
-    lines += ["", "Node to network: %s GB/s, set by %s." % (
-        "%.2f" % node["gbytes_per_s"] if node["gbytes_per_s"] is not None else "?", node["limited_by"] or "unknown"),
-        ""]
-    header = "| nodes | allreduce per step (ms) |" + (" comm share | efficiency |" if compute_seconds else "")
-    lines += [header, "|---|---|" + ("---|---|" if compute_seconds else "")]
-    for row in scale:
-        cells = "| %d | %.2f |" % (row["nodes"], row["allreduce_s"] * 1000)
+def _cell(text):
+    return str(text).replace("|", "\\|")
+
+
+def table(host, plan, compute_seconds=None):
+    """Markdown: the node's figures, its rails, the time per step by node count, and the node at other speeds."""
+    node, across = plan["node"], plan["across"]
+    lines = ["## %s" % _cell(host), "",
+             "NCCL's all_reduce, large messages: %s GB/s on the node alone (%s); %s GB/s on %d nodes like it (%s, %s)."
+             % (_gb(node["busbw_gbytes_per_s"]), node["limited_by"], _gb(across["busbw_gbytes_per_s"]), plan["nodes"],
+                across["limited_by"], across["algorithm"]), ""]
+    if plan["rails"]:
+        lines += ["| rail | GPUs | transport | Gbit/s | GB/s to NCCL | limited by |", "|---|---|---|---|---|---|"]
+        for rail in plan["rails"]:
+            lines.append("| %s | %s | %s%s | %g | %s | %s |" % (
+                _cell(rail["rail"]), _cell(", ".join(rail["gpus"]) or "-"), rail["transport"],
+                " (MTU %d)" % rail["mtu"] if rail["mtu"] else "", rail["gbits"], _gb(rail["gbytes_per_s"]),
+                _cell(rail["limited_by"] or "?")))
+        lines.append("")
+    lines += ["Notes: %s." % _cell("; ".join(plan["notes"])), ""] if plan["notes"] else []
+    header = "| nodes | all_reduce per step (ms) | bus GB/s | protocol |" + (
+        " comm share | efficiency |" if compute_seconds else "")
+    lines += [header, "|---|---|---|---|" + ("---|---|" if compute_seconds else "")]
+    for row in plan["scaling"]:
+        cells = "| %d | %.3f | %s | %s |" % (
+            row["nodes"], row["allreduce_s"] * 1000, _gb(row["busbw_gbytes_per_s"]), row["protocol"])
         if compute_seconds:
             cells += " %.0f%% | %.0f%% |" % (row["comm_share"] * 100, row["efficiency"] * 100)
         lines.append(cells)
+    if plan["by_link_speed"]:
+        lines += ["", "| NICs at | bus GB/s on %d nodes | limited by | all_reduce at %d nodes (ms) |%s" % (
+            plan["nodes"], plan["nodes"], " network becomes the ceiling at |" if compute_seconds else ""),
+            "|---|---|---|---|" + ("---|" if compute_seconds else "")]
+        for entry in plan["by_link_speed"]:
+            cell = ""
+            if compute_seconds:
+                cell = " %s |" % ("%d nodes" % entry["ceiling_nodes"] if entry["ceiling_nodes"] else
+                                  "not within %d nodes" % plan["nodes"])
+            lines.append("| %d GbE | %s | %s | %.3f |%s" % (
+                entry["speed_gbe"], _gb(entry["across"]["busbw_gbytes_per_s"]), _cell(entry["across"]["limited_by"]),
+                entry["rows"][-1]["allreduce_s"] * 1000, cell))
     return "\n".join(lines) + "\n"
 
 
-def chart(path, host, speeds, actual=None, compute_seconds=None):
-    """A PNG of allreduce time per step against node count, one line per link speed (and the node as it is)."""
+def chart(path, host, plan, compute_seconds=None):
+    """A PNG of all_reduce time per step against node count, one line per link speed and the node as it is."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -222,19 +154,22 @@ def chart(path, host, speeds, actual=None, compute_seconds=None):
     except ImportError:
         raise ModelError("chart: matplotlib is not installed on the controller (pip install matplotlib)")
     figure, axes = plt.subplots(figsize=(8, 5), dpi=100)
-    for entry in speeds:
-        label = "%d GbE (%.1f GB/s per node)" % (entry["speed_gbe"], entry["gbytes_per_s"])
+    for entry in plan["by_link_speed"]:
+        label = "%d GbE (%s GB/s bus on %d nodes)" % (
+            entry["speed_gbe"], _gb(entry["across"]["busbw_gbytes_per_s"]), plan["nodes"])
         axes.plot([r["nodes"] for r in entry["rows"]], [r["allreduce_s"] * 1000 for r in entry["rows"]],
                   marker="o", markersize=3, label=label)
-    if actual:
-        axes.plot([r["nodes"] for r in actual["rows"]], [r["allreduce_s"] * 1000 for r in actual["rows"]],
-                  color="black", linewidth=2, linestyle="--", label="as configured (%.1f GB/s)" % actual["gbytes_per_s"])
+    axes.plot([r["nodes"] for r in plan["scaling"]], [r["allreduce_s"] * 1000 for r in plan["scaling"]],
+              color="black", linewidth=2, linestyle="--",
+              label="as it is (%s GB/s)" % _gb(plan["across"]["busbw_gbytes_per_s"]))
     if compute_seconds:
         axes.axhline(compute_seconds * 1000, color="grey", linestyle=":", label="compute per step")
     axes.set_xlabel("nodes")
-    axes.set_ylabel("allreduce per step (ms)")
+    axes.set_ylabel("all_reduce per step (ms)")
     axes.set_yscale("log")
-    axes.set_title("%s: gradient allreduce per step by link speed" % host)
+    if plan["nodes"] > EVERY_COUNT_UP_TO:
+        axes.set_xscale("log", base=2)
+    axes.set_title("%s: gradient all_reduce per step by link speed" % host)
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()

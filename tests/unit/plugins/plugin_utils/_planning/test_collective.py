@@ -12,7 +12,7 @@ import pytest
 from conftest import REALDATA
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import (
-    at_size, nvlink_per_link, pcie_gbytes, predict,
+    at_line_rate, at_size, nvlink_per_link, pcie_gbytes, predict, seconds, summary,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.node_shape import (
     compute_capability, shape_from_facts,
@@ -124,6 +124,12 @@ def test_what_cannot_be_known_is_said_not_guessed():
      "rails[0].transport: expected one of ib, roce, efa, plugin, socket, got 'tcp'"),
     ({"gpus": 2, "intra": "pcie", "rails": ["mlx5_0"]}, 2, "rails[0]: expected a mapping, got 'mlx5_0'"),
     ({"gpus": 2, "intra": "pcie"}, 0, "nodes: 0 is outside 1..100000"),
+    ({"gpus": 2, "intra": "pcie", "rails": [{"transport": "socket", "gbits": 10, "ports": 0}]}, 2,
+     "rails[0].ports: 0 is outside 1..64"),
+    ({"gpus": 2, "intra": "pcie", "rails": [{"transport": "socket", "gbits": 10, "gpus": "0,1"}]}, 2,
+     "rails[0].gpus: expected a list of the GPUs on the rail, got '0,1'"),
+    ({"gpus": 2, "intra": "shm", "numa_crossing": True, "cpu_link_gbytes_per_s": -1}, 1,
+     "cpu_link_gbytes_per_s: -1 is outside 0.001..100000"),
 ])
 def test_bad_shapes_name_the_key(shape, nodes, message):
     with pytest.raises(ModelError) as raised:
@@ -345,3 +351,40 @@ def test_odd_nvlink_elements_of_a_dump_are_left_out_with_a_warning(tmp_path):
     assert gpu["nvlink"] == {"links": 8, "version": None, "to_switch": 6, "source": "nccl_xml",
                              "peers": [{"address": "0000:2a:00.0", "links": 2}]}
     assert sum("<nvlink target=" in w and "ignored" in w for w in facts["warnings"]) == 2
+
+
+def test_one_collective_at_one_size_is_the_curve_of_predict():
+    # 2 nodes of the H100 shape, 1 GB: ranks 16, Tree across (8 x 48 x 2 x 15/16 = 720 GB/s) above NVLink's 370.8, so
+    # NVLink caps the ring at 370.8; Simple: 8.4 + 26 x 3.4 + 4 x 14 = 152.8 us, plus 1.875 x 1e9 / 370.8e3 us
+    found = seconds(H100, 2, 1e9)
+    assert found["protocol"] == "Simple" and found["algorithm"] == "tree"
+    assert found["seconds"] == pytest.approx((152.8 + 1.875e9 / 370800.0) / 1e6)
+    assert found["busbw_gbytes_per_s"] == pytest.approx(1.875 * 1e9 / (found["seconds"] * 1e9))
+    curve = dict((p["bytes"], p) for p in predict(H100, 2)["curve"])
+    for size in (8, 4096, 2 ** 20, 2 ** 30):
+        assert seconds(H100, 2, size)["seconds"] * 1e6 == pytest.approx(curve[size]["time_us"], abs=1e-3)
+        assert seconds(H100, 2, size)["protocol"] == curve[size]["protocol"]
+    assert seconds({"gpus": 1, "intra": "pcie"}, 1, 1e9)["seconds"] == 0.0
+    assert seconds({"gpus": 2, "intra": "nvlink", "nvlinks": 4}, 1, 1e9)["seconds"] is None
+    with pytest.raises(ModelError, match="size: -1 is outside"):
+        seconds(H100, 2, -1)
+
+
+def test_the_summary_and_the_node_at_another_line_rate():
+    found = summary(predict(H100, 4))
+    assert found == {"busbw_gbytes_per_s": 370.8, "limited_by": "NVLink through NVSwitch (18 links x 20.6 GB/s)",
+                     "algorithm": "ring", "at_1mib_gbytes_per_s": at_size(predict(H100, 4), 2 ** 20)}
+    # each rail's ports at 100 Gbit/s: 8 x 12 = 96 GB/s caps 4 nodes; a bond of two ports counts both
+    slower = at_line_rate(H100, 100)
+    assert predict(slower, 4)["busbw_gbytes_per_s"] == 96.0
+    bond = dict(H100, rails=[{"name": "bond0", "transport": "socket", "gbits": 20, "ports": 2, "mtu": 9000}])
+    assert at_line_rate(bond, 25)["rails"][0]["gbits"] == 50
+    with pytest.raises(ModelError, match="gbits_per_port: 0 is outside"):
+        at_line_rate(H100, 0)
+
+
+def test_a_socket_interconnect_the_user_knows_replaces_nccls_figure():
+    shape = {"gpus": 2, "intra": "shm", "numa_crossing": True, "pcie_generation": 4, "pcie_width": 16}
+    assert predict(shape)["limited_by"] == "socket interconnect (intel-skylake)"
+    given = predict(dict(shape, cpu_link_gbytes_per_s=5.0))
+    assert given["busbw_gbytes_per_s"] == 5.0 and given["limited_by"] == "socket interconnect (as given)"
