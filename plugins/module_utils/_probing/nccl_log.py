@@ -92,6 +92,10 @@ KINDS = (
     # IB async events NCCL warns of that are routine (a port coming up, the subnet manager re-registering)
     ("ib_event", re.compile(r"Got async event ?: ?(?:port active|client reregist|GID table change|LID change|"
                             r"SM change|P_Key change|port (?:LID|GUID))", re.I)),
+    # a net plugin that found none of its own devices and stood aside (aws-ofi-nccl off AWS): NCCL goes on with its
+    # internal IB or sockets, which NCCLRUN-001 judges
+    ("plugin_declined", re.compile(r"NET/OFI (?:Only EFA provider is supported|Couldn't find any optimal provider|"
+                                   r"No eligible providers were found)", re.I)),
     ("no_socket_interface", re.compile(r"no socket interface found|No usable listening interface|"
                                        r"no (?:IB|network) (?:device|interface)s? found", re.I)),
     ("net_error", re.compile(r"NET/(?:IB|OFI|Socket)|NET/\w+ ?:|ibv_\w+|Got completion|libfabric|\bOFI\b|"

@@ -18,21 +18,33 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import
 PROBE_SOURCE = "nccl-tests probe"
 
 
+def spans_nodes(view, gpus=None):
+    """Whether the run of a log spans nodes: True for connections through a network (via NET/...), nNodes above 1 or
+    more ranks than the node has GPUs (``gpus``); False for one rank, nNodes 1, or init lines of every rank of the
+    communicator on this host; None where the log cannot tell (a log that stops after init with a few ranks: two
+    ranks on an 8-GPU node may be two nodes of one GPU each)."""
+    if any(t.startswith("NET/") for t in view["transports"]):
+        return True
+    nranks, nnodes = view["nranks"] or 0, view["nnodes"] or 0
+    if nnodes > 1 or (gpus and nranks > gpus):
+        return True
+    ranks = set(r.get("rank") for r in view["ranks"] if isinstance(r, dict))
+    if nranks == 1 or nnodes == 1 or (nranks and ranks >= set(range(nranks))):
+        return False
+    return None
+
+
 def socket_traffic(view, gpus=None):
     """Whether NCCL moved data over TCP sockets between nodes: True for connections via NET/Socket, or the Socket
-    network in a run of several nodes (nNodes above 1, or more ranks than the node has GPUs, ``gpus``); False where
-    it did not (another network, or a run the log shows on one node: a one-node run opens its network and sends
-    nothing through it); None where NCCL chose sockets and the log cannot tell whether the run spans nodes (it stops
-    after init, before any connection or communicator line)."""
+    network in a run that spans nodes (spans_nodes); False where it did not (another network, or a run the log shows
+    on one node: a one-node run opens its network and sends nothing through it); None where NCCL chose sockets and
+    the log cannot tell whether the run spans nodes (it stops after init, before any connection line, with too
+    little said of its ranks)."""
     if any(t.startswith("NET/Socket") for t in view["transports"]):
         return True
     if view["network"] != "Socket" and not (view["network"] is None and list(view["net_lists"]) == ["Socket"]):
         return False  # NCCL 2.4-2.5 print no "Using network": their socket list alone is the choice
-    if (view["nnodes"] or 0) > 1 or (gpus and (view["nranks"] or 0) > gpus):
-        return True
-    if view["nranks"] or view["nnodes"] or any(t.startswith("NET/") for t in view["transports"]):
-        return False
-    return None
+    return spans_nodes(view, gpus)
 
 
 def host_logs(ctx):

@@ -17,7 +17,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model impo
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import is_near
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.nccl_views import (
-    log_evidence, log_views, pci_of_bus_id,
+    log_evidence, log_views, pci_of_bus_id, socket_traffic, spans_nodes,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import active_rdma_ports
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.gdr import IOMMU_TRANSLATING, p2p_bridges
@@ -216,13 +216,17 @@ def virtual_interface(facts, name, address=None):
     overlay) or its bootstrap chose an interface that does not leave the node, or leaves it through a container's
     NAT: across nodes the run hangs at init or crawls through the overlay. NCCL picks the first interface that is
     up unless NCCL_SOCKET_IFNAME says otherwise, and in containers that is often the wrong one. The data transport
-    on such an interface is a fault; the bootstrap alone (control traffic) a warning.""",
+    on such an interface is a fault in a run that spans nodes, a warning where the log stops before saying (a
+    communicator line with nNodes or more ranks than the node has GPUs, or connections through a network, say it);
+    the bootstrap alone (control traffic) a warning. A run the log shows on one node (one rank, nNodes 1, every
+    rank's init line on this node) sent nothing between nodes: not applicable, naming the interfaces.""",
     """Set NCCL_SOCKET_IFNAME to the training interface (the nccl role writes it from the intent), or exclude the
     virtual ones (NCCL_SOCKET_IFNAME=^lo,docker0,virbr0); in Kubernetes use the host network or a secondary network
     for the pods.""")
 def nccl_socket_interface(ctx):
     views = log_views(ctx)
-    seen = 0
+    gpus = len(ctx.facts.get("gpus") or [])
+    seen, excused, made = 0, set(), 0
     for source, view in views:
         lists = view["net_lists"] if isinstance(view["net_lists"], dict) else {}
         data = [(_text(d.get("name")), _text(d.get("address"))) for d in (lists.get("Socket") or [])
@@ -230,24 +234,40 @@ def nccl_socket_interface(ctx):
         control = [(_text(e.get("name")), _text(e.get("address"))) for e in (view["bootstrap"], view["oob"])
                    if isinstance(e, dict) and _text(e.get("name"))]
         seen += len(data) + len(control)
+        spans = spans_nodes(view, gpus)
+        # the data transport: judged where NCCL moved (or, the log stopping after init, may move) data over sockets
+        traffic = socket_traffic(view, gpus)
         said = set()
-        for role, found, severity in (("data", data, None), ("bootstrap", control, "warn")):
+        # (another network's run sends nothing over them; a one-node run's are named in the reason)
+        carried = data if traffic is not False or spans is False else []
+        for role, found, severity in (("data", carried, "warn" if traffic is None else None),
+                                      ("bootstrap", control, "warn")):
             reasons = {}
             for name, address in found:  # one reason per name: any of its addresses that never leaves the node
                 if name not in said:
                     reasons[name] = reasons.get(name) or virtual_interface(ctx.facts, name, address)
             bad = sorted((n, why) for n, why in reasons.items() if why)
             said.update(n for n, _why in bad)  # the bootstrap on the data interface: said once, for the data
+            if bad and spans is False:  # one rank, or every rank on this node: nothing crossed these interfaces
+                excused.update(n for n, _why in bad)
+                continue
             if not bad:
                 continue
-            ctx.finding("%s %s" % (role, ",".join(n for n, _w in bad)), "NCCL's %s uses %s" % (
+            made += 1
+            unknown = "" if spans else (
+                "; the log stops before saying whether the run spans nodes: across nodes it would hang or crawl")
+            ctx.finding("%s %s" % (role, ",".join(n for n, _w in bad)), "NCCL's %s uses %s%s" % (
                 "socket transport (NET/Socket)" if role == "data" else "bootstrap",
-                "; ".join("%s (%s)" % (n, why) for n, why in bad)),
+                "; ".join("%s (%s)" % (n, why) for n, why in bad), unknown),
                 dict(log_evidence(source, view, "net_devices Socket", "bootstrap"), interfaces=[n for n, _w in bad],
-                     env=dict((k, v) for k, v in view["env"].items() if k.startswith(("NCCL_SOCKET", "NCCL_IB")))),
+                     env=dict((k, v) for k, v in view["env"].items() if k.startswith(("NCCL_SOCKET", "NCCL_IB"))),
+                     spans_nodes=spans),
                 severity=severity)
     if not seen:
         raise NotApplicable("the logs name no socket or bootstrap interface (no NET/Socket or Bootstrap line)")
+    if excused and not made:
+        raise NotApplicable("the run stayed on one node (one rank, NCCL's nNodes 1, or every rank initialised on this "
+                            "node): %s carried nothing between nodes" % ", ".join(sorted(excused)))
 
 
 # ---- NCCL_IB_HCA against the node's HCAs ----------------------------------------------------------------------

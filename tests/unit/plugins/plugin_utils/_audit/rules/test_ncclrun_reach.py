@@ -129,12 +129,31 @@ gpu-a:100:200 [0] NCCL INFO Using network Socket
 
 
 def test_sockets_on_the_loopback_and_bootstrap_on_a_container_bridge(healthy, tmp_path):
-    found, _outcomes = audit("gpu-a", healthy, [written(tmp_path, ON_LOOPBACK)])
+    # a communicator of 16 ranks on the 8-GPU node spans nodes: the data transport on lo is a fault
+    spans = ON_LOOPBACK + "gpu-a:100:200 [0] NCCL INFO comm 0x1 rank 0 nranks 16 cudaDev 0 busId 15000 - Init START\n"
+    found, _outcomes = audit("gpu-a", healthy, [written(tmp_path, spans)])
     data, boot = sorted(found["NCCLRUN-010"], key=lambda f: f["subject"], reverse=True)
-    assert data["subject"] == "data lo" and data["severity"] == "fail"
+    assert data["subject"] == "data lo" and data["severity"] == "fail" and data["evidence"]["spans_nodes"] is True
     assert "NCCL's socket transport (NET/Socket) uses lo (the loopback interface)" == data["message"]
     assert boot["subject"] == "bootstrap docker0" and boot["severity"] == "warn"
     assert "container, VM, tunnel or overlay interface by its name" in boot["message"]
+
+
+def test_sockets_on_the_loopback_judged_by_what_the_log_says_of_the_run(healthy, tmp_path):
+    # the log stops after init without a word on its ranks: a warning that says the span is not known
+    found, _outcomes = audit("gpu-a", healthy, [written(tmp_path, ON_LOOPBACK)])
+    data = [f for f in found["NCCLRUN-010"] if f["subject"] == "data lo"][0]
+    assert data["severity"] == "warn" and data["evidence"]["spans_nodes"] is None
+    assert data["message"].endswith("the log stops before saying whether the run spans nodes: across nodes it would "
+                                    "hang or crawl")
+    # one rank, or NCCL's nNodes 1: nothing crossed lo or docker0, and the outcome says why
+    for said in ("comm 0x1 rank 0 nranks 1 cudaDev 0 busId 15000 - Init COMPLETE",
+                 "comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0"):
+        log = ON_LOOPBACK + "gpu-a:100:200 [0] NCCL INFO " + said + "\n"
+        found, outcomes = audit("gpu-a", healthy, [written(tmp_path, log)])
+        assert "NCCLRUN-010" not in found and outcomes["NCCLRUN-010"]["status"] == "not_applicable"
+        assert "the run stayed on one node" in outcomes["NCCLRUN-010"]["reason"]
+        assert "docker0, lo carried nothing between nodes" in outcomes["NCCLRUN-010"]["reason"]
 
 
 def test_sockets_on_the_training_bond_pass(healthy, tmp_path):
@@ -349,10 +368,17 @@ def test_a_log_that_stops_after_choosing_sockets_is_judged_from_what_it_says(hea
     spans = INIT_ONLY + "gpu-a:100:200 [0] NCCL INFO comm 0x1 rank 0 nranks 16 cudaDev 0 busId 15000 - Init START\n"
     [finding] = audit("gpu-a", healthy, [written(tmp_path, spans)])[0]["NCCLRUN-001"]
     assert finding["severity"] == "fail" and finding["evidence"]["init_only"] is False
-    # 4 ranks on the 8-GPU node: one node, nothing crossed a network
-    one_node = spans.replace("nranks 16", "nranks 4")
-    found, outcomes = audit("gpu-a", healthy, [written(tmp_path, one_node)])
-    assert "NCCLRUN-001" not in found and outcomes["NCCLRUN-001"]["status"] == "pass"
+    # 4 ranks on the 8-GPU node, one init line: they may be four nodes of one GPU each, so not known
+    few = spans.replace("nranks 16", "nranks 4")
+    [finding] = audit("gpu-a", healthy, [written(tmp_path, few)])[0]["NCCLRUN-001"]
+    assert finding["severity"] == "warn" and finding["evidence"]["init_only"] is True
+    # every rank of the communicator initialised on this host, or NCCL saying nNodes 1: one node, nothing crossed
+    every = few + "".join("gpu-a:100:20%d [%d] NCCL INFO comm 0x1 rank %d nranks 4 cudaDev %d busId %d5000 - Init START\n"
+                          % (r, r, r, r, r + 1) for r in (1, 2, 3))
+    nnodes = few + "gpu-a:100:200 [0] NCCL INFO comm 0x1 rank 0 nRanks 4 nNodes 1 localRanks 4 localRank 0 MNNVL 0\n"
+    for one_node in (every, nnodes):
+        found, outcomes = audit("gpu-a", healthy, [written(tmp_path, one_node)])
+        assert "NCCLRUN-001" not in found and outcomes["NCCLRUN-001"]["status"] == "pass"
 
 
 def test_nccl_2_5_chooses_sockets_without_saying_using_network(healthy):
@@ -412,17 +438,34 @@ def test_odd_shapes_of_a_stored_view_never_raise(healthy, section):
 
 
 @pytest.mark.parametrize("name, host, interfaces, severity", [
-    ("d-socket-lo-ifname-bgp-unnumbered-nccl1053", "axa", ["lo"], "fail"),
+    # every one stops after init without saying whether its run spans nodes: warnings that say so, never a pass
+    ("d-socket-lo-ifname-bgp-unnumbered-nccl1053", "axa", ["lo"], "warn"),
     ("d-socket-ip6tnl0-veth0-2.5.6-nccl529", "NvYt-dcf441d17e21-1bdf2bc9-79ce82ee-3fe03e8-c2959af0",
-     ["ip6tnl0", "veth0"], "fail"),
+     ["ip6tnl0", "veth0"], "warn"),
     ("d-bootstrap-lo-ifname-excl-docker0-sagemaker-dlc-2.21.5", "9dc3329bb310", ["lo"], "warn"),
-    ("d-ibext-nodev-socket-virbr0-container-2.17.1-nccl941", "05-06-76-200", ["virbr0"], "fail"),
+    ("d-ibext-nodev-socket-virbr0-container-2.17.1-nccl941", "05-06-76-200", ["virbr0"], "warn"),
+    # two ranks on an 8-GPU node may be two nodes of one GPU each: not known either
+    ("d-socket-lo-ifname-init-only-vllm-tp2-pod-2.28.9-hami261", "test-7b94f88dfd-dxs9c", ["lo"], "warn"),
 ])
 def test_real_logs_of_sockets_on_virtual_interfaces(healthy, name, host, interfaces, severity):
     found, _outcomes = audit(host, healthy, [real(name)])
     named = dict((i, f["severity"]) for f in found["NCCLRUN-010"] for i in f["evidence"]["interfaces"])
     assert set(interfaces) <= set(named), named
     assert severity in [named[i] for i in interfaces]
+    data = [f for f in found["NCCLRUN-010"] if f["subject"].startswith("data ")]
+    assert all("whether the run spans nodes" in f["message"] for f in data), data
+
+
+def test_a_real_one_rank_log_on_the_loopback_is_not_judged_and_says_why(healthy):
+    """A complete real log of one rank: sockets and bootstrap on lo carried nothing; the OFI plugin standing aside
+    (no EFA device) is a warning, not a network error."""
+    found, outcomes = audit("7b6059672f82", healthy,
+                            [real("d-socket-lo-single-rank-init-complete-ofi-declined-2.10.3-herring")])
+    assert "NCCLRUN-010" not in found and outcomes["NCCLRUN-010"]["status"] == "not_applicable"
+    assert "lo carried nothing between nodes" in outcomes["NCCLRUN-010"]["reason"]
+    assert "NCCLRUN-001" not in found
+    [warned] = found["NCCLRUN-005"]
+    assert warned["severity"] == "warn" and "Only EFA provider is supported" in warned["message"]
 
 
 @pytest.mark.parametrize("name", ["d-efa-ofi-p4d-gdrdma-healthy-excerpt-ofi65",
