@@ -38,7 +38,10 @@ _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?
 _BARE = re.compile(r"\bNCCL (INFO|WARN) ")
 _VERSION = re.compile(r"NCCL version:? ?(\d{1,3}\.\d{1,3}\.\d{1,3})(?:[-.][\w.]{0,20})?(?:\+cuda(\d{1,3}\.\d{1,3}))?")
 _DRIVER = re.compile(r"cudaDriverVersion (\d{1,8})")
-_NETWORK = re.compile(r"^Using network (.{1,80}?)\s*$")
+_NETWORK = re.compile(r"^(?:Using network (.{1,80}?)|Assigned NET plugin (.{1,80}?) to comm)\s*$")
+# NCCL 2.23+: each net plugin's init, in NCCL's order ("Failed to initialize NET plugin IB", "Initialized NET plugin
+# Socket"); where exactly one came up, that is the network, said or not
+_NET_PLUGIN_INIT = re.compile(r"^(Failed to initialize|Initialized) NET plugin (\w{1,40})\s*$")
 _NET_USING = re.compile(r"^NET/([A-Za-z][\w ]{0,40}?) ?: Using (.*)$")
 _NET_ITEM = re.compile(r"\[(\d{1,4})\]([^\s:\[\]<]{1,64})(\S*)")
 _OOB = re.compile(r"OOB ([^\s:<]{1,64}):([^\s<]{1,64})")
@@ -115,7 +118,7 @@ def kind_of(text):
 
 def new_section():
     return {"version": None, "cuda": None, "cuda_driver": None, "network": None, "net_plugin": None,
-            "net_kind": None, "net_devices": [], "net_lists": {}, "oob": None, "bootstrap": None, "env": {}, "gdr": [],
+            "net_kind": None, "net_devices": [], "net_lists": {}, "net_plugins": {}, "oob": None, "bootstrap": None, "env": {}, "gdr": [],
             "dmabuf_gpus": [], "transports": {}, "connections": [], "p2p_off": [], "shm": [], "no_device": [],
             "topology": empty_topology(), "ranks": [], "nranks": None, "nnodes": None,
             "channels": None, "trees": None, "graphs": [], "init_complete": False, "warnings": [],
@@ -230,8 +233,14 @@ def _message(section, number, line, message, level, pid=None, dev=None):
         return
     match = _NETWORK.match(message)
     if match:
-        section["network"] = section["network"] or match.group(1)
+        section["network"] = section["network"] or match.group(1) or match.group(2)
         _note(section, "network", number, line)
+        return
+    match = _NET_PLUGIN_INIT.match(message)
+    if match:
+        if len(section["net_plugins"]) < MAX_ITEMS:
+            section["net_plugins"].setdefault(match.group(2), match.group(1) == "Initialized")
+        _note(section, "net_plugin %s" % match.group(2), number, line)
         return
     match = _BOOTSTRAP.match(message)
     if match:
@@ -452,6 +461,9 @@ def _used(section):
 def choose_net(section):
     """The device list of the network NCCL used: the kind "Using network X" or the connections' NET/<kind> name,
     else the first listed."""
+    up = [name for name, ok in sorted(section["net_plugins"].items()) if ok is True]
+    if not section["network"] and len(up) == 1 and len(section["net_plugins"]) > 1:
+        section["network"] = up[0]  # the only plugin that came up (2.23+ before "Assigned NET plugin")
     lists = section["net_lists"]
     if not lists:
         return

@@ -105,6 +105,19 @@ def test_real_log_faults_show_in_the_parse(name):
         assert not view["errors"]
 
 
+@pytest.mark.parametrize("lines, network", [
+    # NCCL 2.23+: the plugins' init lines; where only one came up, that is the network, "Using network" said or not
+    (["Failed to initialize NET plugin IB", "Initialized NET plugin Socket"], "Socket"),
+    (["Initialized NET plugin IB", "Initialized NET plugin Socket"], None),  # both up: IB first, but not said
+    (["Initialized NET plugin Socket"], None),  # nothing said of the others
+    (["Initialized NET plugin IB", "Initialized NET plugin Socket", "Assigned NET plugin IB to comm"], "IB"),
+    (["Failed to initialize NET plugin IB", "Initialized NET plugin Socket", "Using network IB"], "IB"),
+])
+def test_the_network_of_nccl_2_23_from_its_plugins(lines, network):
+    parsed = parse_nccl_log(["n:1:2 [0] NCCL INFO %s" % line for line in lines])
+    assert parsed["sections"]["n"]["network"] == network
+
+
 def test_prefixes_of_launchers_and_torch_are_read_through():
     lines = ["[1,0]<stdout>:gpu6:1407:1595 [0] NCCL INFO Using network IB",
              "[rank3]:node-b:77:88 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB ib0:10.0.0.2<0>",

@@ -267,6 +267,24 @@ def test_real_log_of_an_ib_hca_nccl_could_not_open(healthy):
     assert "mlx5_1 matches no active port of the node" in finding["message"]
 
 
+def test_real_log_of_an_sriov_vf_an_unprivileged_pod_could_not_open(healthy):
+    """dgxarley: NCCL_IB_HCA names a VF's RDMA device (rocep1s0f0v7), the pod cannot open it, NCCL 2.23+ says only
+    that its IB plugin failed and its Socket plugin came up, and runs on the VF's netdev (excerpt, prefixes stripped
+    by its author)."""
+    log = real("d-ib-hca-vf-no-device-socket-k8s-pod-excerpt-dgxarley")
+    vf = json.loads(json.dumps(healthy).replace('"mlx5_2"', '"rocep1s0f0v7"'))
+    found, _outcomes = audit("spark1", vf, [log])
+    [finding] = found["NCCLRUN-011"]
+    assert finding["severity"] == "fail" and finding["evidence"]["unmatched"] == []
+    assert "names active ports of the node (rocep1s0f0v7:1), but NCCL found no device" in finding["message"]
+    assert "could not open them" in finding["message"]
+    [fallback] = found["NCCLRUN-001"]  # the Socket plugin the only one up: sockets, said or not
+    assert fallback["severity"] == "warn" and "net1" in fallback["message"]
+    found, _outcomes = audit("spark1", healthy, [log])
+    [finding] = found["NCCLRUN-011"]
+    assert finding["evidence"]["unmatched"] == ["rocep1s0f0v7"] and "matches no active port" in finding["message"]
+
+
 def test_ib_hca_filter():
     assert hca_filter("^=mlx5_0:1,mlx5_1") == (True, True, [("mlx5_0", 1), ("mlx5_1", None)])
     assert hca_filter(" mlx5 ") == (False, False, [(" mlx5 ", None)])
