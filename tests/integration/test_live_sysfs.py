@@ -96,3 +96,33 @@ def test_the_nic_s_own_counters_on_this_machine():
     for name in wanted:
         summed = re.sub(r"^(rx|tx)(\d+)_", r"\1*_", re.sub(r"^(rx|tx)_queue_(\d+)_", r"\1_queue_*_", name))
         assert summed in stats, (name, stats)
+
+
+def test_the_kernel_log_read_live():
+    """PCIE-007's input on this machine's real kernel: a bandwidth line in the kernel's own format is written into
+    the real ring buffer (/dev/kmsg, as root), read back live by the sysfs reader among the thousands of records
+    there, and PCIE-007 on the live facts judges only the devices the facts have. The line names a PCI function this
+    machine does not have and says it is this test's (its first word), so no audit of this machine, now or later,
+    takes it for a verdict on one of its devices: the kernel keeps it until the ring buffer wraps."""
+    absent = next(a for a in ("0000:fe:1f.7", "0000:fd:1f.7", "0000:fc:1f.7")
+                  if not os.path.exists(os.path.join("/sys/bus/pci/devices", a)))
+    marker = "gpuops-fabric-test-%d" % os.getpid()
+    line = ("<6>%s virtio-pci %s: 2.000 Gb/s available PCIe bandwidth, limited by 2.5 GT/s PCIe x1 link at %s "
+            "(capable of 63.008 Gb/s with 8.0 GT/s PCIe x8 link)\n" % (marker, absent, absent))
+    with open("/dev/kmsg", "w") as kmsg:
+        kmsg.write(line)
+    facts = gather(gather_subset=["pci", "nic"])
+    log = facts["kernel_pcie"]
+    assert log["source"] == "/dev/kmsg" and isinstance(log["oldest_s"], int) and log["oldest_s"] >= 0
+    mine = [e for e in log["entries"] if e["device"] == absent and e["driver"] == "virtio-pci"]
+    assert mine, log["entries"][-5:]
+    assert mine[-1] == {"driver": "virtio-pci", "device": absent, "available_gbps": 2.0, "limited": True,
+                        "limit_speed_gts": 2.5, "limit_width": 1, "limit_at": absent, "capable_gbps": 63.008,
+                        "capable_speed_gts": 8.0, "capable_width": 8}
+    import datetime
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
+    report, errors = run_audit({"live": {"facts": facts, "status": "audited"}}, datetime.date.today(),
+                               datetime.datetime.now(datetime.timezone.utc).isoformat())
+    assert errors == []
+    assert not [f for f in report["findings"] if f["id"] == "PCIE-007" and f["subject"] == absent]
+    assert report["outcomes"]["live"]["PCIE-007"]["status"] in ("pass", "findings", "not_applicable")
