@@ -11,8 +11,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_sides, nic_link
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_sides, nic_link, path_hops
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.gdr import gdr_possible
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import ports_under
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import (
@@ -86,21 +87,47 @@ def _gpu_names(gpus):
     return [str(g["index"]) if _int(g.get("index"), 0, 4096) is not None else str(g.get("address")) for g in gpus]
 
 
-def _rail_gpu_side(facts, gpus, nic_address, notes, cpu_link=None):
+def _hop_figures(facts, address, own):
+    """NCCL's GB/s of each link from a device up to its CPU (pcie.path_hops), named; the device's own link by its best
+    generation (``own``: how the device's own link is named)."""
+    pci = dict((p["address"], p) for p in _records(facts.get("pci")))
+    out = []
+    for index, hop in enumerate(path_hops(address, pci) if address in pci else []):
+        if index == 0:
+            figure = _link_figure((pci[address] or {}).get("link"))[2]
+            name = own
+        else:
+            now = hop["link"]["current"]
+            figure = pcie_gbytes(now["generation"], now["width"] if now["width"] and now["width"] <= 32 else None)
+            name = "upstream link %s" % hop["address"]
+        if figure is not None:
+            out.append((figure, name))
+    return out
+
+
+def _rail_gpu_side(facts, gpus, nic_address, notes, cpu_link=None, through_host=False):
     """The narrowest GPU side of a rail: the GPUs' links, the links above them, a socket crossing (``cpu_link``: the
-    socket interconnect's GB/s where the user knows it, else NCCL's figure of the CPU it assumes)."""
+    socket interconnect's GB/s where the user knows it, else NCCL's figure of the CPU it assumes). GPU to NIC
+    directly (GPUDirect RDMA): the links between them; ``through_host`` (sockets, or no GPUDirect RDMA: NCCL stages
+    the data in host memory, its path from the GPU to the NIC goes through the CPU, NCCL's paths.cc): every link of
+    the GPU and of the NIC up to the CPU."""
     figures, crossing = [], False
     for gpu in gpus:
         figure = _link_figure(gpu.get("link"))[2]
         if figure is not None:
             figures.append((figure, "GPU link"))
         path = _gpu_nic_path(facts, gpu.get("address"), nic_address) or {}
-        for link in path.get("links") if isinstance(path.get("links"), list) else []:
-            if isinstance(link, dict) and link.get("device") not in (gpu.get("address"), nic_address):
-                upstream = pcie_gbytes(_int(link.get("generation"), 1, 6), _int(link.get("width"), 1, 32))
-                if upstream is not None:
-                    figures.append((upstream, "upstream link %s" % link.get("device")))
+        if through_host:
+            figures += [f for f in _hop_figures(facts, gpu.get("address"), "GPU link") if f[1] != "GPU link"]
+        else:
+            for link in path.get("links") if isinstance(path.get("links"), list) else []:
+                if isinstance(link, dict) and link.get("device") not in (gpu.get("address"), nic_address):
+                    upstream = pcie_gbytes(_int(link.get("generation"), 1, 6), _int(link.get("width"), 1, 32))
+                    if upstream is not None:
+                        figures.append((upstream, "upstream link %s" % link.get("device")))
         crossing = crossing or path.get("type") == "SYS"
+    if through_host and isinstance(nic_address, str):
+        figures += [f for f in _hop_figures(facts, nic_address, "NIC link") if f[1] != "NIC link"]
     if crossing and cpu_link is not None:
         figures.append((cpu_link, "socket crossing"))
         notes.append("a GPU reaches its NIC across sockets: the socket interconnect counted at %g GB/s, as given"
@@ -132,7 +159,7 @@ def _interface_rail(facts, interface, gpus, notes, cpu_link=None):
         return None
     slots = [_link_figure(nic_link(p))[2] for p in ports]
     mtu = named[0].get("mtu") if _int(named[0].get("mtu"), 576, 65536) else 1500
-    side, what = _rail_gpu_side(facts, gpus, ports[0].get("address"), notes, cpu_link)
+    side, what = _rail_gpu_side(facts, gpus, ports[0].get("address"), notes, cpu_link, through_host=True)
     if len(ports) > 1:
         count = len(ports)
         notes.append("%s: %d ports under it, their speeds added (NCCL's flows hash over them)" % (interface, count))
@@ -234,13 +261,19 @@ def shape_from_facts(facts, mode=None, interface=None, cpu_link=None):
             else "tcp"
     by_rail = {}
     if mode == "rdma":
+        gdr = gdr_possible(facts)
+        if gdr is False:
+            notes.append("no GPUDirect RDMA (neither nvidia_peermem nor nv_peer_mem loaded, DMA-BUF not possible): "
+                         "NCCL stages the data in host memory, so each GPU's and NIC's links up to the CPU count")
+        elif gdr is None:
+            notes.append("GPUDirect RDMA assumed (the facts do not say which kernel modules are loaded)")
         for gpu in gpus:
             near = [n["nic"] for n in _records(gpu.get("nearest_nics"), "nic") if n["nic"] in active]
             if near:
                 by_rail.setdefault(near[0], []).append(gpu)
         for address in sorted(by_rail):
             device, port = active[address]
-            side, what = _rail_gpu_side(facts, by_rail[address], address, notes, cpu_link)
+            side, what = _rail_gpu_side(facts, by_rail[address], address, notes, cpu_link, through_host=gdr is False)
             nic = nics.get(address) or {}
             rail = {"name": str(device.get("name") or address), "gbits": port.get("rate_gbps"),
                     "transport": "roce" if port.get("link_layer") == "Ethernet" else "ib",
@@ -271,7 +304,7 @@ def shape_from_facts(facts, mode=None, interface=None, cpu_link=None):
                 continue
             mtu = nic.get("mtu") if _int(nic.get("mtu"), 576, 65536) else 1500
             on_rail = by_rail.get(nic.get("address")) or gpus
-            side, what = _rail_gpu_side(facts, on_rail, nic.get("address"), notes, cpu_link)
+            side, what = _rail_gpu_side(facts, on_rail, nic.get("address"), notes, cpu_link, through_host=True)
             shape["rails"].append({"name": str(nic.get("name") or nic.get("address")), "transport": "socket",
                                    "gbits": speed / 1000.0, "mtu": mtu,
                                    "slot_gbytes_per_s": _link_figure(nic_link(nic))[2],

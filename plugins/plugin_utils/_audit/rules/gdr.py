@@ -49,6 +49,18 @@ def gdr_peermem(ctx):
                      "dmabuf": (ctx.facts.get("gpudirect") or {}).get("dmabuf")})
 
 
+def gdr_possible(facts):
+    """Whether GPUDirect RDMA can carry NCCL's network traffic on this node: True (nvidia_peermem or nv_peer_mem
+    loaded, or DMA-BUF possible), False (neither: NCCL stages through host memory), None (the facts do not say which
+    modules are loaded). GDR-001 judges the same facts; the model of NCCL's collectives takes this verdict."""
+    modules = facts.get("kernel_modules") if isinstance(facts, dict) else None
+    if not isinstance(modules, dict):
+        return None
+    if modules.get("nvidia_peermem") or modules.get("nv_peer_mem"):
+        return True
+    return bool(dmabuf_state(facts)[0])
+
+
 def dmabuf_state(facts):
     """(whether DMA-BUF can carry GPUDirect RDMA here, why not): kernel 5.12+, the open GPU kernel module, and
     NCCL_DMABUF_ENABLE not 0 in /etc/nccl.conf."""

@@ -388,3 +388,28 @@ def test_a_socket_interconnect_the_user_knows_replaces_nccls_figure():
     assert predict(shape)["limited_by"] == "socket interconnect (intel-skylake)"
     given = predict(dict(shape, cpu_link_gbytes_per_s=5.0))
     assert given["busbw_gbytes_per_s"] == 5.0 and given["limited_by"] == "socket interconnect (as given)"
+
+
+def test_without_gpudirect_rdma_the_links_up_to_the_cpu_cap_a_rail(healthy):
+    """NCCL without GPUDirect RDMA stages the data in host memory (its path from the GPU to the NIC goes through the
+    CPU): a switch uplink above a GPU and its NIC, narrowed to x4 in a copy of the hand-written node, caps that rail
+    only then; with nvidia_peermem loaded the GPU and NIC under one switch never cross it."""
+    facts = copy.deepcopy(healthy)
+    for entry in facts["pci"]:
+        if entry["address"] == "0000:13:00.0":  # the upstream port of the switch above GPU 0 and mlx5_0
+            entry["link"]["current"]["width"] = 4
+    direct = shape_from_facts(facts, "rdma")["rails"][0]
+    assert (direct["name"], direct["gpu_side_gbytes_per_s"], direct["gpu_side"]) == ("mlx5_0", 48.0, "GPU link")
+    facts["kernel_modules"]["nvidia_peermem"] = False
+    facts["gpudirect"]["dmabuf"]["possible"] = False
+    shape = shape_from_facts(facts, "rdma")
+    bounced = shape["rails"][0]
+    # NCCL's Gen5 x4: 4 x 240 / 80 = 12 GB/s
+    assert (bounced["gpu_side_gbytes_per_s"], bounced["gpu_side"]) == (12.0, "upstream link 0000:13:00.0")
+    assert any(n.startswith("no GPUDirect RDMA") for n in shape["notes"])
+    assert predict(shape, 2)["inter"]["rails"][0]["limited_by"] == "mlx5_0: upstream link 0000:13:00.0"
+    # facts that do not say which modules are loaded: GPUDirect RDMA assumed, and said
+    del facts["kernel_modules"]
+    shape = shape_from_facts(facts, "rdma")
+    assert shape["rails"][0]["gpu_side_gbytes_per_s"] == 48.0
+    assert "GPUDirect RDMA assumed (the facts do not say which kernel modules are loaded)" in shape["notes"]
