@@ -25,8 +25,9 @@ The model is NCCL's own ring model, with NCCL's own figures (each constant below
 On two nodes NCCL's Tree sends each node's buffer over the network once, where the ring's bus factor counts it
 2 (n - 1) / n times: the network figure is that much higher there (the intra-node figure still caps it).
 What the model leaves out, on purpose: CollNet/SHARP and NVLink SHARP across nodes (a measured figure above the
-model on 2+ nodes may be one of them), the Tree's own latencies and per-channel caps, and congestion from other
-traffic. A node *shape* is the
+model on 2+ nodes may be one of them), the Tree's own latencies and per-channel caps, congestion from other
+traffic, the cost of the copy through host memory where shared memory replaces P2P, and the few TCP flows of NCCL's
+sockets on fast ports (no published figure to cite for either: a prediction on 100G sockets says so in its notes). A node *shape* is the
 model's input: node_shape.shape_from_facts() builds one from the facts, the validation corpus writes them by hand."""
 
 from __future__ import absolute_import, division, print_function
@@ -62,6 +63,11 @@ PROTOCOLS = (
     {"name": "LL128", "base": 14.0, "nvlink": 1.9, "pcie": 2.5, "net": 4.0, "bw": 0.92},
     {"name": "Simple", "base": 8.4, "nvlink": 3.4, "pcie": 5.7, "net": 14.0, "bw": 1.0},
 )
+# NCCL's docs (env.html, NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD): one TCP flow per socket, threads x
+# sockets per connection, 1 x 1 by default off AWS and GCP, "for generic 100G networks ... manually set to 4"
+SOCKET_FLOWS_NOTE = ("NCCL's sockets: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD TCP flows per connection, 1 x 1 "
+                     "by default (AWS 2 x 8, GCP gVNIC 4 x 1); NCCL's docs advise 4 and 4 on generic 100G networks. "
+                     "The model counts the wire's TCP goodput, which few flows may not reach")
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 INTRA_KINDS = ("nvswitch", "nvlink", "pcie", "shm")
 TRANSPORTS = ("ib", "roce", "efa", "plugin", "socket")
@@ -323,6 +329,8 @@ def _solve(shape, nodes, collective):
     notes = list(shape["notes"])
     algorithm = "tree" if found["inter"] and "tree_gbytes_per_s" in found["inter"] else "ring"
     bus, nvls = found["gbytes_per_s"], None
+    if nodes > 1 and any(r["transport"] == "socket" and r["gbits"] / r["ports"] >= 100 for r in shape["rails"]):
+        notes.append(SOCKET_FLOWS_NOTE)
     if shape["nvls"] and nodes == 1 and collective == "all_reduce" and bus is not None and ranks > 1:
         # NVLink SHARP reduces in the switch: NCCL's algorithm bandwidth is 5/6 of the NVLink bus figure; NCCL takes
         # it where it is faster than the ring (not on two GPUs, where the ring's bus factor is 1)

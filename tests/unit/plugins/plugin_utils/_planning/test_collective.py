@@ -413,3 +413,15 @@ def test_without_gpudirect_rdma_the_links_up_to_the_cpu_cap_a_rail(healthy):
     shape = shape_from_facts(facts, "rdma")
     assert shape["rails"][0]["gpu_side_gbytes_per_s"] == 48.0
     assert "GPUDirect RDMA assumed (the facts do not say which kernel modules are loaded)" in shape["notes"]
+
+
+def test_fast_sockets_say_what_the_model_does_not_count():
+    """NCCL's socket transport opens threads x sockets TCP flows per connection (1 x 1 by default): on a 100G port
+    the wire's goodput is an upper bound, and the prediction says so; on slower ports, and on one node, it does not."""
+    v100 = {"gpus": 8, "compute_capability": 7.0, "intra": "nvlink", "nvlinks": 6,
+            "rails": [{"name": "eth0", "transport": "socket", "gbits": 100, "mtu": 9000}]}
+    assert any(n.startswith("NCCL's sockets: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD") for n in
+               predict(v100, 4)["notes"])
+    assert not any(n.startswith("NCCL's sockets") for n in predict(v100, 1)["notes"])
+    bond = dict(v100, rails=[{"name": "bond0", "transport": "socket", "gbits": 50, "ports": 2}])
+    assert not any(n.startswith("NCCL's sockets") for n in predict(bond, 4)["notes"])
