@@ -15,7 +15,9 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._names import hostna
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import training_interface
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
 from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import MAX_NODES
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.node_shape import shape_from_facts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.planner import chart, plan_node, table
 
@@ -40,12 +42,15 @@ class ActionModule(ControllerAction):
     ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def compute(self, result, args, task_vars):
-        if args["gradient_bytes"] <= 0:
-            raise AnsibleActionFail("bandwidth_plan: gradient_bytes: %r must be above 0" % args["gradient_bytes"])
-        if args["nodes"] < 2:
-            raise AnsibleActionFail("bandwidth_plan: nodes: %r must be 2 or more" % args["nodes"])
-        if args["compute_seconds"] is not None and args["compute_seconds"] <= 0:
-            raise AnsibleActionFail("bandwidth_plan: compute_seconds: %r must be above 0" % args["compute_seconds"])
+        if finite(args["gradient_bytes"], 1e-9, 1e15) is None:
+            raise AnsibleActionFail("bandwidth_plan: gradient_bytes: %r must be above 0 (at most 1e15)"
+                                    % args["gradient_bytes"])
+        if not 2 <= args["nodes"] <= MAX_NODES:
+            raise AnsibleActionFail("bandwidth_plan: nodes: %r must be 2 or more (at most %d)"
+                                    % (args["nodes"], MAX_NODES))
+        if args["compute_seconds"] is not None and finite(args["compute_seconds"], 1e-9, 86400) is None:
+            raise AnsibleActionFail("bandwidth_plan: compute_seconds: %r must be above 0 (at most 86400)"
+                                    % args["compute_seconds"])
         hosts, hostvars = target_hosts("bandwidth_plan", args["hosts"], task_vars)
         plan_dir = args["plan_dir"] or task_vars.get("fabric_plan_dir") or "fabric-plan"
         compute = ", compute %.3g s per step" % args["compute_seconds"] if args["compute_seconds"] else ""
@@ -67,13 +72,13 @@ class ActionModule(ControllerAction):
             mode = args["mode"] or hv.get("fabric_nccl_mode")
             mode = mode if mode in ("tcp", "rdma") else None
             interface, problems = training_interface(hv) if mode != "rdma" else (None, [])
+            shape = None
             try:
                 shape = shape_from_facts(facts, mode, None if problems else interface, args["socket_gbytes_per_s"])
-                if problems and mode == "tcp":
-                    # tcp without a training interface: the NIC nearest each GPU, as a server model gets it; said
+                nearest = bool(problems) and not any(r["transport"] != "socket" for r in shape["rails"])
+                if nearest:
+                    # no training interface: the NIC nearest each GPU, as a server model gets it; said
                     shape["notes"].insert(0, "%s: the NIC nearest each GPU is its rail" % "; ".join(problems))
-                    self._display.warning("bandwidth_plan: %s: %s; planned on the NIC nearest each GPU"
-                                          % (host, "; ".join(problems)))
                 # the MTU to plan for: the argument's on every socket rail, else the intent's on the training
                 # interface (what site.yml sets), else each interface's own from the facts
                 mtu = args["mtu"] or self._intent_mtu(hv)
@@ -81,8 +86,14 @@ class ActionModule(ControllerAction):
                     args["mtu"] or r["name"] == interface) else r for r in shape["rails"]]
                 plan = plan_node(shape, args["gradient_bytes"], args["nodes"], args["compute_seconds"])
             except ModelError as exc:
-                skipped[host] = "%s (mode %s)" % (exc, mode or "as the hardware allows")
+                # the notes that say why a rail is missing (an interface not in the facts, a port without a speed)
+                why = [n for n in (shape or {}).get("notes") or [] if n.endswith(("no rail", "left out"))]
+                skipped[host] = "%s (mode %s)%s" % (exc, mode or "as the hardware allows",
+                                                    "; " + "; ".join(why) if why else "")
                 continue
+            if nearest:
+                self._display.warning("bandwidth_plan: %s: %s; planned on the NIC nearest each GPU"
+                                      % (host, "; ".join(problems)))
             plan.update(mode=mode or ("rdma" if any(r["transport"] != "socket" for r in shape["rails"]) else "tcp"),
                         interface=None if problems else interface, gpus=shape["gpus"])
             markdown.append(table(host, plan, args["compute_seconds"]))

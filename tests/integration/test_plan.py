@@ -71,6 +71,8 @@ def test_a_host_that_cannot_be_planned_is_named_and_the_others_planned(ansible_e
     # node-none: tcp without a training network in its intent; node-gone: its capture is missing (no facts)
     result = run(ansible_env, tmp_path, roots, "-e", "fabric_plan_gradient_bytes=1000000000",
                  **{"node-none": {"fabric_facts_root": roots["dgx8"], "fabric_nccl_mode": "tcp"},
+                    "node-eth9": {"fabric_facts_root": roots["dgx8"], "fabric_nccl_mode": "tcp",
+                                  "fabric_nccl_interface": "eth9"},
                     "node-gone": {"fabric_facts_source": "hwloc_xml",
                                   "fabric_facts_path": str(tmp_path / "missing.xml")}})
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
@@ -78,6 +80,10 @@ def test_a_host_that_cannot_be_planned_is_named_and_the_others_planned(ansible_e
     assert ("bandwidth_plan: node-none: no training network attached in fabric_attachments; set "
             "fabric_nccl_interface; planned on the NIC nearest each GPU") in output
     assert "bandwidth_plan: node-gone was not planned: its facts could not be gathered: " in output
+    # an interface the facts do not have: not planned, and the reason says which
+    assert ("bandwidth_plan: node-eth9 was not planned: rails: 16 nodes need at least one rail (a NIC NCCL uses "
+            "between nodes) (mode tcp); eth9: not in the facts, or no PCIe port under it; no rail") in output
+    assert "node-eth9: no training network" not in output and "node-eth9; planned" not in output
     plan_dir = tmp_path / "plan"
     assert sorted(os.listdir(str(plan_dir))) == ["node-none.png", "node-rdma.png", "node-tcp.png", "plan.json",
                                                  "plan.md"]

@@ -360,7 +360,8 @@ def _message(section, number, line, message, level, pid=None, dev=None):
     if match and ("comm 0x" in message or "Init" in message):
         section["nranks"] = max(section["nranks"] or 0, int(match.group(2)))
         cuda, nvml, bus = _CUDA_DEV.search(message), _NVML_DEV.search(message), _BUS_ID.search(message)
-        keep_item(section["ranks"], {"rank": int(match.group(1)), "cuda_dev": int(cuda.group(1)) if cuda else dev,
+        keep_item(section["ranks"], {"rank": int(match.group(1)), "nranks": int(match.group(2)),
+                                     "cuda_dev": int(cuda.group(1)) if cuda else dev,
                                      "nvml_dev": int(nvml.group(1)) if nvml else None,
                                      "bus_id": bus.group(1).lower() if bus else None, "pid": pid, "dev": dev}, MAX_RANKS)
     match = _NNODES.search(message)

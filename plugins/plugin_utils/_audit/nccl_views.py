@@ -21,15 +21,20 @@ PROBE_SOURCE = "nccl-tests probe"
 def spans_nodes(view, gpus=None):
     """Whether the run of a log spans nodes: True for connections through a network (via NET/...), nNodes above 1 or
     more ranks than the node has GPUs (``gpus``); False for one rank, nNodes 1, or init lines of every rank of the
-    communicator on this host; None where the log cannot tell (a log that stops after init with a few ranks: two
+    largest communicator on this host; None where the log cannot tell (a log that stops after init with a few ranks: two
     ranks on an 8-GPU node may be two nodes of one GPU each)."""
     if any(t.startswith("NET/") for t in view["transports"]):
         return True
     nranks, nnodes = view["nranks"] or 0, view["nnodes"] or 0
     if nnodes > 1 or (gpus and nranks > gpus):
         return True
-    ranks = set(r.get("rank") for r in view["ranks"] if isinstance(r, dict))
-    if nranks == 1 or nnodes == 1 or (nranks and ranks >= set(range(nranks))):
+    if nranks == 1 or nnodes == 1:
+        return False
+    # every rank of the largest communicator initialised here (its own init lines: a smaller communicator's ranks,
+    # a tensor-parallel group's 0..3 beside the world's 4..7, are other numbers)
+    ranks = set(r["rank"] for r in view["ranks"] if isinstance(r, dict) and r.get("nranks") == nranks
+                and isinstance(r.get("rank"), int) and not isinstance(r.get("rank"), bool))
+    if 1 < nranks <= len(ranks) and all(rank in ranks for rank in range(nranks)):
         return False
     return None
 

@@ -259,6 +259,9 @@ def shape_from_facts(facts, mode=None, interface=None, cpu_link=None):
     if mode is None:
         mode = "rdma" if any(n["nic"] in active for g in gpus for n in _records(g.get("nearest_nics"), "nic")) \
             else "tcp"
+        if mode == "rdma":
+            notes.append("fabric_nccl_mode is not set: RDMA, as the hardware allows (the nccl role's default, tcp, "
+                         "writes NCCL_IB_DISABLE=1 and gets the sockets' figure)")
     by_rail = {}
     if mode == "rdma":
         gdr = gdr_possible(facts)
@@ -266,7 +269,8 @@ def shape_from_facts(facts, mode=None, interface=None, cpu_link=None):
             notes.append("no GPUDirect RDMA (neither nvidia_peermem nor nv_peer_mem loaded, DMA-BUF not possible): "
                          "NCCL stages the data in host memory, so each GPU's and NIC's links up to the CPU count")
         elif gdr is None:
-            notes.append("GPUDirect RDMA assumed (the facts do not say which kernel modules are loaded)")
+            notes.append("GPUDirect RDMA assumed (the facts do not say which kernel modules are loaded, or whether "
+                         "DMA-BUF works)")
         for gpu in gpus:
             near = [n["nic"] for n in _records(gpu.get("nearest_nics"), "nic") if n["nic"] in active]
             if near:

@@ -443,6 +443,11 @@ def test_nvlink_p2p_refused_in_a_warn_and_ranks_placed_by_the_init_lines(broken,
     {"bootstrap": {"name": 7, "address": "1.2.3.4"}, "oob": {"name": "eth0", "address": 12},
      "net_lists": {"Socket": [{"name": "lo", "address": 5}, {"name": None}, "x"]}},
     {"bootstrap": {"name": "eth7", "address": "127.0.0.1"}, "oob": {"name": "eth7", "address": "10.1.1.1"}},
+    # ranks of the wrong type, and a communicator too large to enumerate: neither raises nor takes long
+    {"network": "Socket", "net_lists": {"Socket": [{"name": "lo", "address": "127.0.0.1", "index": 0}]},
+     "ranks": [{"rank": [1], "nranks": 2}, {"rank": True, "nranks": 2}, "x"], "nranks": 2},
+    {"network": "Socket", "net_lists": {"Socket": [{"name": "lo", "address": "127.0.0.1", "index": 0}]},
+     "ranks": [{"rank": 0, "nranks": 10 ** 8}], "nranks": 10 ** 8},
 ])
 def test_odd_shapes_of_a_stored_view_never_raise(healthy, section):
     """The nccl-tests probe's result reaches the audit as host variables: its parsed log may hold anything."""
@@ -472,6 +477,24 @@ def test_real_logs_of_sockets_on_virtual_interfaces(healthy, name, host, interfa
     assert severity in [named[i] for i in interfaces]
     data = [f for f in found["NCCLRUN-010"] if f["subject"].startswith("data ")]
     assert all("whether the run spans nodes" in f["message"] for f in data), data
+
+
+def test_the_ranks_of_a_smaller_communicator_do_not_make_a_run_one_node(healthy, tmp_path):
+    """Node B of two 4-GPU nodes: the world communicator's ranks 4..7 and a tensor-parallel group's 0..3 initialise
+    here. Together they are 0..7, but no communicator of 8 has all its ranks here: the span is not known."""
+    lines = "".join("gpu-a:100:20%d [%d] NCCL INFO comm 0x1 rank %d nranks 8 cudaDev %d busId %d5000 - Init START\n"
+                    % (d, d, d + 4, d, d + 1) for d in range(4))
+    lines += "".join("gpu-a:100:20%d [%d] NCCL INFO comm 0x2 rank %d nranks 4 cudaDev %d busId %d5000 - Init START\n"
+                     % (d, d, d, d, d + 1) for d in range(4))
+    found, _outcomes = audit("gpu-a", healthy, [written(tmp_path, ON_LOOPBACK + lines)])
+    data = [f for f in found["NCCLRUN-010"] if f["subject"] == "data lo"][0]
+    assert data["severity"] == "warn" and data["evidence"]["spans_nodes"] is None
+    assert found["NCCLRUN-001"][0]["severity"] == "warn"
+    # the world communicator's eight ranks all here: one node
+    every = "".join("gpu-a:100:20%d [%d] NCCL INFO comm 0x1 rank %d nranks 8 cudaDev %d busId %d5000 - Init START\n"
+                    % (d, d, d, d, d + 1) for d in range(8))
+    found, outcomes = audit("gpu-a", healthy, [written(tmp_path, ON_LOOPBACK + every)])
+    assert "NCCLRUN-010" not in found and outcomes["NCCLRUN-010"]["status"] == "not_applicable"
 
 
 def test_a_real_one_rank_log_on_the_loopback_is_not_judged_and_says_why(healthy):
