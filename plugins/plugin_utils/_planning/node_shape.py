@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import link_sides, nic_link, path_hops
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.gdr import gdr_possible
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.gpudirect import gdr_possible
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import ports_under
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ModelError
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import (

@@ -11,6 +11,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import is_near
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import NotApplicable, host_rule
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.gpudirect import dmabuf_state
 
 # ---- GPUDirect RDMA ---------------------------------------------------------------------------------
 
@@ -47,52 +48,6 @@ def gdr_peermem(ctx):
         ctx.finding("nvidia_peermem", "neither nvidia_peermem nor nv_peer_mem is loaded, and DMA-BUF %s" % why,
                     {"nvidia_peermem": modules.get("nvidia_peermem"), "nv_peer_mem": modules.get("nv_peer_mem"),
                      "dmabuf": (ctx.facts.get("gpudirect") or {}).get("dmabuf")})
-
-
-def gdr_possible(facts):
-    """Whether GPUDirect RDMA can carry NCCL's network traffic on this node: True (nvidia_peermem or nv_peer_mem
-    loaded, or DMA-BUF possible), False (neither, and the facts say why DMA-BUF cannot: NCCL stages through host
-    memory), None (the facts do not say which modules are loaded, or whether DMA-BUF works). GDR-001 judges the same
-    facts; the model of NCCL's collectives takes this verdict."""
-    modules = facts.get("kernel_modules") if isinstance(facts, dict) else None
-    if not isinstance(modules, dict):
-        return None
-    if modules.get("nvidia_peermem") is True or modules.get("nv_peer_mem") is True:
-        return True
-    possible, _why = dmabuf_state(facts)
-    if possible:
-        return True
-    return None if _dmabuf_unknown(facts) else False
-
-
-def _mapping(value):
-    return value if isinstance(value, dict) else {}
-
-
-def _dmabuf_unknown(facts):
-    """The facts cannot tell whether DMA-BUF works (the module or kernel not read), and nothing says it is off."""
-    dmabuf = _mapping(_mapping(facts.get("gpudirect")).get("dmabuf"))
-    conf = _mapping(_mapping(facts.get("nccl")).get("values"))
-    return (dmabuf.get("possible") is None and dmabuf.get("kernel") is not False
-            and dmabuf.get("open_module") is not False and str(conf.get("NCCL_DMABUF_ENABLE", "")).strip() != "0")
-
-
-def dmabuf_state(facts):
-    """(whether DMA-BUF can carry GPUDirect RDMA here, why not): kernel 5.12+, the open GPU kernel module, and
-    NCCL_DMABUF_ENABLE not 0 in /etc/nccl.conf. Values of the wrong type count as not known."""
-    gpudirect = _mapping(facts.get("gpudirect"))
-    dmabuf = _mapping(gpudirect.get("dmabuf"))
-    driver = _mapping(gpudirect.get("nvidia_driver"))
-    conf = _mapping(_mapping(facts.get("nccl")).get("values"))
-    if str(conf.get("NCCL_DMABUF_ENABLE", "")).strip() == "0":
-        return False, "is turned off (NCCL_DMABUF_ENABLE=0 in /etc/nccl.conf)"
-    if dmabuf.get("kernel") is False:
-        return False, "needs kernel 5.12 or later (this one is %s)" % gpudirect.get("kernel_release")
-    if dmabuf.get("open_module") is False:
-        return False, "needs the open GPU kernel module (driver %s is the proprietary one)" % driver.get("version")
-    if dmabuf.get("possible") is True:
-        return True, None
-    return False, "could not be confirmed (kernel release or GPU driver not in these facts)"
 
 
 @host_rule(

@@ -15,9 +15,8 @@ import ipaddress
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import is_near, path_rank
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.common import active_rdma_ports
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.gdr import (
-    IOMMU_TRANSLATING, dmabuf_state, p2p_bridges,
-)
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.gpudirect import dmabuf_state
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.gdr import IOMMU_TRANSLATING, p2p_bridges
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.engine import (
     NotApplicable, host_rule, inventory_rule,
 )

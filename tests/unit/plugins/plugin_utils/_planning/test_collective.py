@@ -436,7 +436,7 @@ def test_fast_sockets_say_what_the_model_does_not_count():
 def test_gpudirect_verdict_without_a_peer_memory_module(healthy, gpudirect, nccl, verdict):
     """No peer-memory module: DMA-BUF decides; what the facts cannot tell (or give in the wrong type) is unknown,
     GPUDirect RDMA assumed, never an exception."""
-    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.rules.gdr import gdr_possible
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.gpudirect import gdr_possible
     facts = copy.deepcopy(healthy)
     facts["kernel_modules"]["nvidia_peermem"] = False
     facts["gpudirect"] = gpudirect
