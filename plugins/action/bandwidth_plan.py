@@ -75,7 +75,8 @@ class ActionModule(ControllerAction):
             shape = None
             try:
                 shape = shape_from_facts(facts, mode, None if problems else interface, args["socket_gbytes_per_s"])
-                nearest = bool(problems) and not any(r["transport"] != "socket" for r in shape["rails"])
+                rdma = any(r["transport"] != "socket" for r in shape["rails"])
+                nearest = bool(problems) and not rdma
                 if nearest:
                     # no training interface: the NIC nearest each GPU, as a server model gets it; said
                     shape["notes"].insert(0, "%s: the NIC nearest each GPU is its rail" % "; ".join(problems))
@@ -94,7 +95,7 @@ class ActionModule(ControllerAction):
             if nearest:
                 self._display.warning("bandwidth_plan: %s: %s; planned on the NIC nearest each GPU"
                                       % (host, "; ".join(problems)))
-            plan.update(mode=mode or ("rdma" if any(r["transport"] != "socket" for r in shape["rails"]) else "tcp"),
+            plan.update(mode=mode or ("rdma" if rdma else "tcp"),
                         interface=None if problems else interface, gpus=shape["gpus"])
             markdown.append(table(host, plan, args["compute_seconds"]))
             plans[host] = plan

@@ -22,27 +22,17 @@ def gdr_possible(facts):
         return None
     if modules.get("nvidia_peermem") is True or modules.get("nv_peer_mem") is True:
         return True
-    possible, _why = dmabuf_state(facts)
-    if possible:
-        return True
-    return None if _dmabuf_unknown(facts) else False
+    return dmabuf_state(facts)[0]
 
 
 def _mapping(value):
     return value if isinstance(value, dict) else {}
 
 
-def _dmabuf_unknown(facts):
-    """The facts cannot tell whether DMA-BUF works (the module or kernel not read), and nothing says it is off."""
-    dmabuf = _mapping(_mapping(facts.get("gpudirect")).get("dmabuf"))
-    conf = _mapping(_mapping(facts.get("nccl")).get("values"))
-    return (dmabuf.get("possible") is None and dmabuf.get("kernel") is not False
-            and dmabuf.get("open_module") is not False and str(conf.get("NCCL_DMABUF_ENABLE", "")).strip() != "0")
-
-
 def dmabuf_state(facts):
-    """(whether DMA-BUF can carry GPUDirect RDMA here, why not): kernel 5.12+, the open GPU kernel module, and
-    NCCL_DMABUF_ENABLE not 0 in /etc/nccl.conf. Values of the wrong type count as not known."""
+    """(whether DMA-BUF can carry GPUDirect RDMA here: True, False, or None where the facts cannot tell, why not):
+    kernel 5.12+, the open GPU kernel module, and NCCL_DMABUF_ENABLE not 0 in /etc/nccl.conf. Values of the wrong
+    type count as not known."""
     gpudirect = _mapping(facts.get("gpudirect"))
     dmabuf = _mapping(gpudirect.get("dmabuf"))
     driver = _mapping(gpudirect.get("nvidia_driver"))
@@ -55,4 +45,5 @@ def dmabuf_state(facts):
         return False, "needs the open GPU kernel module (driver %s is the proprietary one)" % driver.get("version")
     if dmabuf.get("possible") is True:
         return True, None
-    return False, "could not be confirmed (kernel release or GPU driver not in these facts)"
+    return (None if dmabuf.get("possible") is None else False,
+            "could not be confirmed (kernel release or GPU driver not in these facts)")

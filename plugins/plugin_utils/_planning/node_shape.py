@@ -87,21 +87,15 @@ def _gpu_names(gpus):
     return [str(g["index"]) if _int(g.get("index"), 0, 4096) is not None else str(g.get("address")) for g in gpus]
 
 
-def _hop_figures(facts, address, own):
-    """NCCL's GB/s of each link from a device up to its CPU (pcie.path_hops), named; the device's own link by its best
-    generation (``own``: how the device's own link is named)."""
-    pci = dict((p["address"], p) for p in _records(facts.get("pci")))
+def _upstream_figures(pci, address):
+    """NCCL's GB/s of each link above a device up to its CPU (pcie.path_hops without the device's own link, which a
+    rail counts as its GPU link or NIC slot), named; ``pci``: the facts' PCI entries by address."""
     out = []
-    for index, hop in enumerate(path_hops(address, pci) if address in pci else []):
-        if index == 0:
-            figure = _link_figure((pci[address] or {}).get("link"))[2]
-            name = own
-        else:
-            now = hop["link"]["current"]
-            figure = pcie_gbytes(now["generation"], now["width"] if now["width"] and now["width"] <= 32 else None)
-            name = "upstream link %s" % hop["address"]
+    for hop in (path_hops(address, pci) if address in pci else [])[1:]:
+        now = hop["link"]["current"]
+        figure = pcie_gbytes(now["generation"], now["width"] if now["width"] and now["width"] <= 32 else None)
         if figure is not None:
-            out.append((figure, name))
+            out.append((figure, "upstream link %s" % hop["address"]))
     return out
 
 
@@ -112,13 +106,14 @@ def _rail_gpu_side(facts, gpus, nic_address, notes, cpu_link=None, through_host=
     the data in host memory, its path from the GPU to the NIC goes through the CPU, NCCL's paths.cc): every link of
     the GPU and of the NIC up to the CPU."""
     figures, crossing = [], False
+    pci = dict((p["address"], p) for p in _records(facts.get("pci"))) if through_host else {}
     for gpu in gpus:
         figure = _link_figure(gpu.get("link"))[2]
         if figure is not None:
             figures.append((figure, "GPU link"))
         path = _gpu_nic_path(facts, gpu.get("address"), nic_address) or {}
         if through_host:
-            figures += [f for f in _hop_figures(facts, gpu.get("address"), "GPU link") if f[1] != "GPU link"]
+            figures += _upstream_figures(pci, gpu.get("address"))
         else:
             for link in path.get("links") if isinstance(path.get("links"), list) else []:
                 if isinstance(link, dict) and link.get("device") not in (gpu.get("address"), nic_address):
@@ -127,7 +122,7 @@ def _rail_gpu_side(facts, gpus, nic_address, notes, cpu_link=None, through_host=
                         figures.append((upstream, "upstream link %s" % link.get("device")))
         crossing = crossing or path.get("type") == "SYS"
     if through_host and isinstance(nic_address, str):
-        figures += [f for f in _hop_figures(facts, nic_address, "NIC link") if f[1] != "NIC link"]
+        figures += _upstream_figures(pci, nic_address)
     if crossing and cpu_link is not None:
         figures.append((cpu_link, "socket crossing"))
         notes.append("a GPU reaches its NIC across sockets: the socket interconnect counted at %g GB/s, as given"
