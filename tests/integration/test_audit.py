@@ -34,6 +34,14 @@ def key(finding):
     return (finding["host"] or "", finding["id"], finding["subject"])  # inventory findings have no host
 
 
+def without_facts(report):
+    """report.json with each node result's facts named by their keys only."""
+    for node in report.get("nodes") or []:
+        if isinstance(node.get("facts"), dict):
+            node["facts"] = "<facts: %s>" % ", ".join(sorted(node["facts"]))
+    return report
+
+
 def tree_digest(path):
     digest = hashlib.sha256()
     for current, dirs, files in sorted(os.walk(path)):
@@ -77,8 +85,11 @@ def test_demo_audit_twice_and_in_check_mode(ansible_env, roots, tmp_path):
         key(f) for f in report["findings"] if f["host"] != "this-machine")
     for name in GOLDEN_FILES:
         with open(os.path.join(second_dir, name)) as handle:
-            # the checkout's own path appears in facts warnings (the demo's captures live under it)
-            produced = TIMESTAMP.sub("<timestamp>", handle.read()).replace(REPO, "<repo>")
+            produced = handle.read()
+        if name == "report.json":  # each node result's facts are the facts tests' (the rest is this report's)
+            produced = json.dumps(without_facts(json.loads(produced)), indent=2) + "\n"
+        # the checkout's own path appears in facts warnings (the demo's captures live under it)
+        produced = TIMESTAMP.sub("<timestamp>", produced).replace(REPO, "<repo>")
         stored = os.path.join(GOLDEN_DEMO, name)
         if os.environ.get("GPUOPS_UPDATE_GOLDEN") == "1":  # after a deliberate change to the reports only
             with open(stored, "w") as handle:
@@ -88,6 +99,30 @@ def test_demo_audit_twice_and_in_check_mode(ansible_env, roots, tmp_path):
         if produced != expected:
             diff = difflib.unified_diff(expected.splitlines(), produced.splitlines(), stored, name, lineterm="", n=1)
             raise AssertionError("%s differs from the stored copy:\n%s" % (name, "\n".join(list(diff)[:60])))
+
+    # the same hosts audited in three --limit slices (as AWX slices a job), then merged by the aggregate: the same
+    # findings, inventory-wide ones included, and the same hosts
+    whole = load(second_dir)
+    names = [h["name"] for h in whole["hosts"]]
+    slices = [names[i::3] for i in range(3)]
+    for index, part in enumerate(slices):
+        sliced = playbook(ansible_env, inventory, "--limit", ",".join(part), "-e", "fabric_audit_today=" + GOLDEN_DAY,
+                          "-e", "fabric_report_dir=" + str(tmp_path / "slices" / str(index)),
+                          "-e", "fabric_audit_fail_on=never")
+        assert sliced.returncode == 0, sliced.stdout[-3000:]
+    merged_dir = str(tmp_path / "merged")
+    merged = ansible_playbook(ansible_env, inventory, "gpuops.fabric.aggregate", "-e", "fabric_hosts=all:!this-machine",
+                              "-e", json.dumps({"fabric_aggregate_paths": [str(tmp_path / "slices")]}), "-e",
+                              "fabric_report_dir=" + merged_dir, "-e", "fabric_audit_today=" + GOLDEN_DAY)
+    assert merged.returncode == 0, merged.stdout[-3000:] + merged.stderr[-3000:]
+    aggregate = load(merged_dir)
+    assert sorted(map(key, aggregate["findings"])) == sorted(map(key, whole["findings"]))
+    # NCCLRUN-007 compares the NCCL logs of hosts in different slices
+    assert any(f["id"] == "NCCLRUN-007" for f in aggregate["findings"])
+    assert aggregate["outcomes"] == whole["outcomes"]
+    assert [(h["name"], h["status"]) for h in aggregate["hosts"]] == [(h["name"], h["status"]) for h in whole["hosts"]]
+    assert [n["host"] for n in aggregate["nodes"]] == names and aggregate["summary"] == whole["summary"]
+    assert printed_findings(merged.stdout)[0] == printed_findings(second.stdout)[0].replace(second_dir, merged_dir)
 
     check = playbook(ansible_env, inventory, "--check", "-e", "fabric_report_dir=" + check_dir)
     assert check.returncode == 0
@@ -338,3 +373,51 @@ def test_an_audit_that_reads_the_counters_twice(ansible_env, roots, tmp_path):
     assert found[("STAB-007", "tcp")]["evidence"]["retransmit_percent"] == 2.0
     # this report's counters are the second reading's: the next audit's baseline
     assert report["counters"]["node"]["uptime_s"] == 86475.0
+
+
+def test_the_aggregate_names_what_it_leaves_out(ansible_env, roots, tmp_path):
+    """The aggregate over an audit's report.json and a folder of node results, some of them bad: each bad one is a
+    warning naming its file and why, the rest are judged, a host without a result is failed; wrong settings stop it
+    before anything is read."""
+    inventory = write_inventory(tmp_path, {
+        "healthy": {"ansible_connection": "local", "fabric_facts_root": roots["dgx8"]},
+        "broken": {"ansible_connection": "local", "fabric_facts_root": roots["dgx8-broken"]},
+        "later": {"ansible_connection": "local", "fabric_facts_root": roots["dgx8"]},
+    })
+    audit = playbook(ansible_env, inventory, "--limit", "healthy,broken", "-e", "fabric_audit_fail_on=never",
+                     "-e", "fabric_report_dir=" + str(tmp_path / "audit"))
+    assert audit.returncode == 0, audit.stdout[-3000:]
+    nodes = dict((n["host"], n) for n in load(str(tmp_path / "audit"))["nodes"])
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "cut.json").write_text(json.dumps(nodes["healthy"])[:3000])
+    (results / "stale.json").write_text(json.dumps(dict(nodes["broken"], generated_at="2020-01-01T00:00:00Z")))
+    (results / "stranger.json").write_text(json.dumps(dict(nodes["broken"], host="stranger", findings=[
+        dict(f, host="stranger") for f in nodes["broken"]["findings"]])))
+    merged = ansible_playbook(ansible_env, inventory, "gpuops.fabric.aggregate", "-e", json.dumps(
+        {"fabric_aggregate_paths": [str(tmp_path / "audit" / "report.json"), str(results)]}),
+        "-e", "fabric_report_dir=" + str(tmp_path / "merged"))
+    output = merged.stdout + merged.stderr
+    assert merged.returncode == 2, output[-3000:]  # broken's fail findings fail the run, as after an audit
+    flat = "".join(output.split())  # a warning is wrapped at the terminal's width, a long path inside a word
+    for name, why in (("cut.json", "not JSON, or cut short"), ("stale.json", "stale: generated_at 2020-01-01"),
+                      ("stranger.json", "host stranger is not in the inventory")):
+        said = "node result left out: %s: %s" % (results / name, why)
+        assert "".join(said.split()) in flat, (said, output[-3000:])
+    report = load(str(tmp_path / "merged"))
+    assert dict((h["name"], h["status"]) for h in report["hosts"]) == {
+        "healthy": "audited", "broken": "audited", "later": "failed"}
+    assert any(f["host"] == "broken" and f["id"] == "PCIE-001" for f in report["findings"])
+    assert report["sources"][0] == {"host": "broken", "source": str(tmp_path / "audit" / "report.json") + " (nodes[0])"}
+
+    for extra, said in ((["-e", json.dumps({"fabric_aggregate_paths": [str(tmp_path / "nowhere")]})],
+                         "does not exist on the controller"),
+                        ([], "fabric_aggregate_paths: None: name the node results to merge"),
+                        (["-e", "fabric_aggregate_paths=" + str(results)], "fabric_aggregate_paths: '%s' must be a "
+                         "list" % results),
+                        (["-e", json.dumps({"fabric_aggregate_paths": [str(results)]}), "-e",
+                          "fabric_aggregate_max_age_hours=0"], "fabric_aggregate_max_age_hours: '0' must be")):
+        refused = ansible_playbook(ansible_env, inventory, "gpuops.fabric.aggregate", "-e",
+                                   "fabric_report_dir=" + str(tmp_path / "refused"), *extra)
+        assert refused.returncode != 0 and said in refused.stdout, refused.stdout[-2000:]
+        assert not os.path.exists(str(tmp_path / "refused"))

@@ -18,7 +18,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import datetime
 import json
 import math
 import os
@@ -26,6 +25,9 @@ import re
 import stat
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import MAX_COUNTER, finite
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.node_result import (
+    MAX_BYTES as NODE_RESULT_MAX_BYTES, parse_time, read_json,
+)
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import default
 
 KEY = "fabric_audit_baseline"
@@ -33,7 +35,9 @@ WINDOW_KEY = "fabric_audit_window"
 WINDOW_MAX_S = 86400  # a day: longer than that is what an earlier audit's report is for
 TCP_BUDGET_KEY = "fabric_audit_max_tcp_retransmit_percent"
 DEFAULT_TCP_RETRANSMIT_PERCENT = default("fabric_audit_max_tcp_retransmit_percent")
-MAX_BYTES = 64 * 1024 * 1024  # report.json of a thousand hosts with their counters and findings fits many times over
+# report.json holds each host's node result, its facts with it (a few hundred KiB for an 8-GPU node): the node
+# results' own limit
+MAX_BYTES = NODE_RESULT_MAX_BYTES
 SCHEMA_VERSION = 1  # report.json's (reports/model.py REPORT_SCHEMA_VERSION)
 # A boot time that moved by more than this between readings is another boot (the clock's own steps are smaller); a
 # reading or a report time later than now by more than this comes from the future (another clock, a hand edit).
@@ -98,30 +102,8 @@ def read_baseline(path, now=None):
     generated after it comes from the future. Each host's counters are as the file holds them: check_counters says
     what of them can be used."""
     result = {"path": path, "generated_at": None, "counters": {}, "problem": None}
-    try:
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(path, flags)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                result["problem"] = "not a regular file"
-                return result
-            with os.fdopen(os.dup(fd), "rb") as handle:
-                data = handle.read(MAX_BYTES + 1)
-        finally:
-            os.close(fd)
-    except (IOError, OSError) as exc:
-        result["problem"] = "unreadable (%s)" % (exc.strerror or exc)
-        return result
-    if len(data) > MAX_BYTES:
-        result["problem"] = "larger than %d MiB" % (MAX_BYTES >> 20)
-        return result
-    try:
-        report = json.loads(data.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        result["problem"] = "not JSON (%s)" % str(exc)[:120]
-        return result
-    except RecursionError:
-        result["problem"] = "not JSON (nested too deeply)"
+    report, result["problem"] = read_json(path, MAX_BYTES, follow=True)
+    if result["problem"]:
         return result
     if not isinstance(report, dict) or "summary" not in report or "outcomes" not in report:
         result["problem"] = "not an audit report (report.json)"
@@ -147,17 +129,6 @@ def read_baseline(path, now=None):
     result["generated_at"] = generated
     result["counters"] = dict((str(h), c) for h, c in counters.items())
     return result
-
-
-def parse_time(text):
-    """An ISO 8601 time (report.json's generated_at) as an aware datetime (UTC when it names no zone), else None."""
-    if not isinstance(text, str) or not 10 <= len(text) <= 40:
-        return None
-    try:
-        value = datetime.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
-    except ValueError:
-        return None
-    return value if value.tzinfo is not None else value.replace(tzinfo=datetime.timezone.utc)
 
 
 def shown(value):

@@ -11,6 +11,7 @@ __metaclass__ = type
 
 import os
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.lldp import switch_name, switch_port_name
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit import node_result
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.allowed import allowed
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import (
     WINDOW_KEY, baseline_path, baseline_warnings, check_counters, percent_budget, read_baseline, window_seconds,
@@ -29,7 +30,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.stabi
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import read_attachments
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.logs import log_paths, read_log
 
-HOST_STATES = ("audited", "unreachable", "failed")
+HOST_STATES = node_result.STATUSES
 
 
 def validate_inputs(inputs):
@@ -86,13 +87,14 @@ def policy_warnings(normalized, today):
                            dict((h, normalized[h][2]) for h in normalized))
 
 
-def run_audit(inputs, today, generated_at, version=None):
+def run_audit(inputs, today, generated_at, version=None, producer=None):
     """``inputs``: {host: {"facts", "expectations", "waivers", "status", "reason"}}. Returns (report, errors); the
-    report's ``policy_warnings`` lists what policy_warnings found."""
+    report's ``policy_warnings`` lists what policy_warnings found. Each host is judged into its node result
+    (node_result.py), and the report is made from those results alone (``combine``), as the aggregate makes it."""
     normalized, errors = validate_inputs(inputs)
     if errors:
         return None, errors
-    findings, outcomes, hosts, audited = [], {}, {}, {}
+    docs = {}
     logs = {}  # path -> what it holds: a log several hosts name (one multi-node run) is read once
     named_by = {}
     baselines, baseline_hosts = {}, {}  # path -> read_baseline(path); path -> hosts that name it
@@ -107,10 +109,10 @@ def run_audit(inputs, today, generated_at, version=None):
         facts = item.get("facts")
         if status == "audited" and not facts:
             status, item = "failed", dict(item, reason=item.get("reason") or "no gpuops_fabric facts")
-        hosts[host] = {"status": status, "reason": item.get("reason"),
-                       "facts_warnings": [str(w) for w in (facts or {}).get("warnings") or []]
-                       if isinstance(facts, dict) else []}
+        facts_warnings = [str(w) for w in (facts or {}).get("warnings") or []] if isinstance(facts, dict) else []
         if status != "audited":
+            docs[host] = node_result.build(host, status, item.get("reason"), None, item, {}, [], {}, generated_at,
+                                           version, producer, facts_warnings)
             continue
         expect = normalized[host][0]
         if expect["nccl_log_files"]:
@@ -136,22 +138,54 @@ def run_audit(inputs, today, generated_at, version=None):
                 window_missing.append((host, item.get("window_error") or "the first gather read no counters, or this "
                                        "playbook reads them once (playbooks/audit.yml reads them twice)"))
         host_findings, host_outcomes = evaluate_host(host, facts, expect)
-        findings.extend(host_findings)
-        outcomes[host] = host_outcomes
-        audited[host] = (facts, expect)
+        apply_waivers(host_findings, {host: normalized[host][1]}, today)
+        docs[host] = node_result.build(host, status, None, facts, item, expect, host_findings, host_outcomes,
+                                       generated_at, version, producer, facts_warnings)
+    report, _rejected = combine(docs, today, generated_at, version)
+    report["policy_warnings"] = (policy_warnings(normalized, today)
+                                 + baseline_warnings(baselines, baseline_hosts, baseline_checks)
+                                 + window_warnings(window_missing) + report["policy_warnings"])
+    report["baseline"] = [{"path": p, "generated_at": baselines[p]["generated_at"], "hosts": len(baseline_hosts[p]),
+                           "usable": not baselines[p]["problem"]} for p in sorted(baselines)]
+    return report, []
+
+
+def combine(docs, today, generated_at, version=None, missing=None):
+    """The report of node results: ``docs`` {host: node result}, each checked (node_result.check). The host rules'
+    findings and outcomes are the results' own; the inventory rules run over the audited hosts' facts and policy
+    (checked again here: a result whose policy is invalid is left out, its host failed, with a line in the returned
+    list) and their findings are waived by each host's waivers. ``missing``: hosts of the run without a result
+    {host: why}: hosts of the run without a result (failed, for that reason). Returns (report, lines)."""
+    findings, outcomes, hosts, audited, waivers, lines = [], {}, {}, {}, {}, []
+    for host, why in sorted((missing or {}).items()):
+        hosts[host] = {"status": "failed", "reason": why, "facts_warnings": []}
+    for host in sorted(docs):
+        doc = docs[host]
+        hosts[host] = {"status": doc["status"], "reason": doc["reason"], "facts_warnings": doc["facts_warnings"]}
+        if doc["status"] != "audited":
+            continue
+        normalized, errors = validate_inputs({host: doc["inputs"]})
+        if errors:
+            why = "its node result holds a policy that is invalid: %s" % "; ".join(errors)[:600]
+            hosts[host].update(status="failed", reason=why)
+            lines.append("%s: %s" % (host, why))
+            continue
+        expect, waivers[host] = normalized[host][0], normalized[host][1]
+        expect.update(doc["observed"])
+        findings.extend(doc["findings"])
+        outcomes[host] = dict((rid, (o["status"], o.get("reason"))) for rid, o in doc["outcomes"].items())
+        audited[host] = (doc["facts"], expect)
     row_errors = []
     if audited:
         inventory_findings, outcomes["inventory"] = evaluate_inventory(audited)
+        apply_waivers(inventory_findings, waivers, today)
         findings.extend(inventory_findings)
-    apply_waivers(findings, dict((h, normalized[h][1]) for h in normalized), today)
     report = build_report(hosts, findings, outcomes, generated_at, version,
-                          measurements(dict((h, normalized[h][0]) for h in audited)),
+                          measurements(dict((h, audited[h][1]) for h in audited)),
                           cabling(dict((h, audited[h][0]) for h in audited)),
                           [row for h in sorted(audited) for row in nccl_choices(h, audited[h][0], audited[h][1])],
                           stability_rows(audited, row_errors))
-    report["policy_warnings"] = (policy_warnings(normalized, today)
-                                 + baseline_warnings(baselines, baseline_hosts, baseline_checks)
-                                 + window_warnings(window_missing) + row_errors)
+    report["policy_warnings"] = lines + row_errors
     # each host's counters as read now: this report is the next audit's baseline
     report["counters"] = dict((h, audited[h][0].get("counters")) for h in sorted(audited)
                               if isinstance(audited[h][0].get("counters"), dict))
@@ -161,9 +195,10 @@ def run_audit(inputs, today, generated_at, version=None):
     report["allowed"] = allowed(audited)
     # each host's PCIe/NUMA tree with its links' states and the findings on each device (report.html draws them)
     report["topology"] = topology_trees(dict((h, audited[h][0]) for h in audited), findings)
-    report["baseline"] = [{"path": p, "generated_at": baselines[p]["generated_at"], "hosts": len(baseline_hosts[p]),
-                           "usable": not baselines[p]["problem"]} for p in sorted(baselines)]
-    return report, []
+    report["baseline"] = []
+    # each host's node result (node_result.py): any report.json is an aggregate's input
+    report["nodes"] = [docs[h] for h in sorted(docs)]
+    return report, lines
 
 
 def stability_rows(audited, errors):

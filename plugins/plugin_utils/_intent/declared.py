@@ -134,6 +134,10 @@ _DECLARED = (
     _var("fabric_report_dir", _R, "str", "fabric-report"),
     _var("fabric_prometheus_textfile_dir", _R, "path", nullable=True),
     _var("fabric_probe_results", _X, "any"),  # set by roles/probes for the audit
+    # the aggregate (playbooks/aggregate.yml): the node results to merge, and how old one may be
+    _var("fabric_aggregate_paths", _R, "list", None, nullable=True,
+         doc="files or folders of node results on the controller"),
+    _var("fabric_aggregate_max_age_hours", _R, "float", 24, 0.001, 87600, unit="a number of hours"),
     # the Slurm step: run-wide settings, and each node's own
     _var("fabric_slurm_drain", _H, "bool", False, doc="per host: false keeps that node out of the drain"),
     _var("fabric_slurm_host", _R, "str", "localhost"),
