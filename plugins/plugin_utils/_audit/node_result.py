@@ -286,3 +286,45 @@ def collect(paths, hosts, now, max_age_s=None):
             continue
         chosen[host], source[host] = newest[0][2], newest[0][1]
     return chosen, source, lines
+
+
+# A node's name as the file of its result: an inventory name a file system takes as it is (no separator, no leading
+# dot, nothing a shell or a glob would read otherwise)
+FILE_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def file_name_problem(host):
+    """Why ``host`` cannot name its result's file (HOST.json), else None."""
+    problem = host_problem(host)
+    if problem:
+        return problem
+    if host.startswith((".", "-")) or not set(host) <= FILE_NAME_CHARS or len(host) > 200:
+        return "host %s cannot name a file: letters, digits, '.', '_' and '-' only, not first '.' or '-', at most " \
+               "200" % _short(host)
+    return None
+
+
+def previous_reading(path, host, now):
+    """A node's last result (a node result file, or report.json holding it) as the baseline of its next audit:
+    {"path", "generated_at", "counters": {host: counters}, "problem"} (as baseline.read_baseline gives a report),
+    or None where there is no file yet (the first run). A result that cannot be used says why in ``problem``."""
+    if not os.path.lexists(path):
+        return None
+    reading = {"path": path, "generated_at": None, "counters": {}, "problem": None}
+    value, problem = read_json(path)
+    docs = []
+    if problem is None:
+        docs, problem = documents(value)
+    mine = [d for d in docs if isinstance(d, dict) and d.get("host") == host]
+    if problem is None and not mine:
+        problem = "holds no result for %s" % host
+    if problem is None:
+        problem = check(mine[0], now)
+    if problem is None:
+        counters = mine[0]["facts"].get("counters") if isinstance(mine[0].get("facts"), dict) else None
+        if not isinstance(counters, dict):
+            problem = "its result has no counters (%s)" % mine[0]["status"]
+        else:
+            reading.update(generated_at=mine[0]["generated_at"], counters={host: counters})
+    reading["problem"] = problem
+    return reading

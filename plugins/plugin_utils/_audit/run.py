@@ -88,7 +88,8 @@ def policy_warnings(normalized, today):
 
 
 def run_audit(inputs, today, generated_at, version=None, producer=None):
-    """``inputs``: {host: {"facts", "expectations", "waivers", "status", "reason"}}. Returns (report, errors); the
+    """``inputs``: {host: {"facts", "expectations", "waivers", "status", "reason", "previous"}} (``previous``: the
+    node's own last result as node_result.previous_reading gives it). Returns (report, errors); the
     report's ``policy_warnings`` lists what policy_warnings found. Each host is judged into its node result
     (node_result.py), and the report is made from those results alone (``combine``), as the aggregate makes it."""
     normalized, errors = validate_inputs(inputs)
@@ -121,6 +122,10 @@ def run_audit(inputs, today, generated_at, version=None, producer=None):
                     logs[path] = read_log(path)
             expect["nccl_logs"] = [dict(logs[path], named_by=named_by[path]) for path in expect["nccl_log_files"]]
         path = expect["baseline_file"]
+        previous = item.get("previous")  # a node-local audit's own last result, read as read_baseline reads a file
+        if not path and not expect["window_s"] and isinstance(previous, dict):
+            path = previous["path"]
+            baselines.setdefault(path, previous)
         if path:
             if path not in baselines:
                 baselines[path] = read_baseline(path, generated_at)

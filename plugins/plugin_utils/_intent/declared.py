@@ -138,6 +138,11 @@ _DECLARED = (
     _var("fabric_aggregate_paths", _R, "list", None, nullable=True,
          doc="files or folders of node results on the controller"),
     _var("fabric_aggregate_max_age_hours", _R, "float", 24, 0.001, 87600, unit="a number of hours"),
+    # the node-local audit (playbooks/node_audit.yml): where the node keeps its result, where it shares it, how much
+    _var("fabric_node_state_dir", _H, "path", "/var/lib/gpuops-fabric"),
+    _var("fabric_node_results_dir", _H, "path", None, nullable=True),
+    _var("fabric_node_profile", _R, "str", "passive", choices=("passive", "full"),
+         doc="passive: one reading, no wait (Slurm's HealthCheckProgram); full: fabric_audit_window honoured"),
     # the Slurm step: run-wide settings, and each node's own
     _var("fabric_slurm_drain", _H, "bool", False, doc="per host: false keeps that node out of the drain"),
     _var("fabric_slurm_host", _R, "str", "localhost"),

@@ -182,3 +182,33 @@ def test_report_json_holds_a_node_per_line_and_reads_back(inventory):
     node_lines = [line for line in text.splitlines() if line.startswith('    {"schema":"gpuops.fabric/node-result"')]
     assert len(node_lines) == len(inventory)
     assert text.index('"summary": {\n') < text.index('  "nodes": [\n')  # the rest stays indented for people
+
+
+def test_a_node_reads_its_last_result_as_its_baseline(inventory, tmp_path):
+    report = audit(inventory)
+    path = tmp_path / "report.json"
+    assert node_result.previous_reading(str(path), "b1", NOW_TIME) is None  # the first run: none, no warning
+    path.write_text(render_json(report))
+    reading = node_result.previous_reading(str(path), "b1", NOW_TIME)
+    assert reading["problem"] is None and reading["generated_at"] == NOW
+    assert reading["counters"] == {"b1": inventory["b1"]["facts"]["counters"]}
+    # judged with it: the stability rows say the growth is over the time since that result
+    again, errors = run_audit({"b1": dict(inventory["b1"], previous=reading)}, TODAY, "2027-01-01T01:00:00+00:00",
+                              "0.1.0")
+    assert errors == [] and again["baseline"] == [{"path": str(path), "generated_at": NOW, "hosts": 1,
+                                                   "usable": True}]
+    for text, why in (('{"summary": {}, "nodes": []}', "holds no result for b1"), ("{", "not JSON, or cut short"),
+                      (json.dumps(dict(next(n for n in report["nodes"] if n["host"] == "b1"),
+                                       generated_at="2099-01-01T00:00:00Z")), "from the future"),
+                      (json.dumps(next(n for n in report["nodes"] if n["host"] == "gone")), "holds no result for b1")):
+        path.write_text(text)
+        assert why in node_result.previous_reading(str(path), "b1", NOW_TIME)["problem"], text[:80]
+    path.write_text(json.dumps(dict(next(n for n in report["nodes"] if n["host"] == "b1"), facts={"pci": []})))
+    assert node_result.previous_reading(str(path), "b1", NOW_TIME)["problem"] == "its result has no counters (audited)"
+
+
+@pytest.mark.parametrize("host, ok", [("gpu017", True), ("node-1.rack_2", True), ("a" * 200, True),
+                                      ("a" * 201, False), (".hidden", False), ("-rf", False), ("a/b", False),
+                                      ("..", False), ("a b", False), ("", False), ("n\u00e9", False), (None, False)])
+def test_which_names_can_name_a_result_file(host, ok):
+    assert (node_result.file_name_problem(host) is None) == ok
