@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -212,3 +213,117 @@ def test_a_failed_update_does_not_stop_the_others(bed, tmp_path):
     finally:
         slurm.scontrol("update", "NodeName=%s" % slurm.nodes[0], "State=RESUME", check=False)
     assert slurm.settled(slurm.nodes[0]) == ("IDLE", None)
+
+
+def test_node_local_audits_in_a_slurm_job_then_the_aggregate_drains(ansible_env, bed, tmp_path):
+    """Issue 34 against the real Slurm: deploy/slurm/node-audit-sweep.sbatch runs the node-local audit (full profile)
+    on every node of its allocation, one task per node, each writing its result to a shared folder; the aggregate
+    over that folder drains the node with the planted fault (NET-004: MTU 1500 where 9000 is expected) through the
+    head, as an audit from the controller would."""
+    hosts, slurm = bed
+    first, second = slurm.nodes
+    shared = tmp_path / "results"
+    shared.mkdir()
+    node_inventory = tmp_path / "nodes.json"
+    node_inventory.write_text(json.dumps({"all": {"vars": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "fabric_expectations": {"nics": [{"name": "eth1", "mtu": 9000}]},
+        "fabric_node_results_dir": str(shared)}, "hosts": dict(
+            (n, {"fabric_node_state_dir": str(tmp_path / "state" / n)}) for n in slurm.nodes)}}))
+    # slurmd keeps the machine's mount namespace (slurmbed.py), so its tasks see the machine's /sys: each task reads
+    # its own network namespace's interfaces from a sysfs mounted in a mount namespace of its own, as ip netns exec
+    # does (the test bed's part; on a real node the audit reads /sys as it is)
+    playbook = tmp_path / "ansible-playbook"
+    playbook.write_text("#!/bin/sh\nexec unshare --mount --propagation private sh -c 'mount -t sysfs sysfs /sys && "
+                        "exec \"$0\" \"$@\"' %s \"$@\"\n" % os.path.join(os.path.dirname(sys.executable),
+                                                                         "ansible-playbook"))
+    playbook.chmod(0o755)
+    env = dict(ansible_env, SLURM_CONF=slurm.conf, GPUOPS_FABRIC_INVENTORY=str(node_inventory),
+               GPUOPS_FABRIC_NODE_AUDIT=os.path.join(REPO, "deploy", "bin", "gpuops-fabric-node-audit"),
+               GPUOPS_FABRIC_RESULTS=str(shared), GPUOPS_FABRIC_WINDOW="1", GPUOPS_FABRIC_PLAYBOOK=str(playbook))
+    set_mtu(hosts, 1, 1500)
+    try:
+        job = subprocess.run(["nsenter", "--net=/run/netns/%s" % slurm.head, "sbatch", "--wait", "--nodes=2",
+                              "--chdir=%s" % tmp_path, os.path.join(REPO, "deploy", "slurm", "node-audit-sweep.sbatch")],
+                             env=env, capture_output=True, text=True, timeout=400, check=False)
+    finally:
+        set_mtu(hosts, 1, 9000)
+    outputs = "".join(p.read_text() for p in tmp_path.glob("gpuops-fabric-sweep-*.out"))
+    assert sorted(os.listdir(str(shared))) == ["%s.json" % n for n in sorted(slurm.nodes)], (
+        job.stdout + job.stderr + outputs[-4000:])
+    with open(str(shared / ("%s.json" % first))) as handle:
+        result = json.load(handle)
+    assert result["producer"] == {"mode": "node-local", "profile": "full"}
+    assert any(f["id"] == "NET-004" and f["subject"] == "eth1" for f in result["findings"]), result["findings"]
+    with open(str(shared / ("%s.json" % second))) as handle:
+        assert not [f for f in json.load(handle)["findings"] if f["id"] == "NET-004"]
+
+    inventory = write_inventory(hosts, slurm, tmp_path / "inventory.json")
+    try:
+        merged = subprocess.run(["ansible-playbook", "-i", inventory, os.path.join(REPO, "playbooks", "aggregate.yml"),
+                                 "-e", "fabric_hosts=gpu", "-e", "fabric_report_dir=%s" % (tmp_path / "merged"),
+                                 "-e", json.dumps({"fabric_aggregate_paths": [str(shared)]})],
+                                env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default"), capture_output=True,
+                                text=True, timeout=400, check=False)
+        assert merged.returncode == 2, merged.stdout[-4000:] + merged.stderr[-2000:]
+        assert slurm.node(first) == ("IDLE+DRAIN", "gpuops.fabric: fail NET-004")
+        assert slurm.node(second) == ("IDLE", None)
+    finally:
+        slurm.scontrol("update", "NodeName=%s" % first, "State=RESUME", check=False)
+    assert slurm.settled(first) == ("IDLE", None)
+
+
+def test_the_health_check_runs_the_passive_audit_within_its_limit(ansible_env, bed, tmp_path):
+    """deploy/slurm/healthcheck.sh as slurmd's HealthCheckProgram (issue 34): slurmd runs it on each node, it runs the
+    passive profile and finishes well inside the 60 s slurmd allows, the node with the planted fault drains itself
+    (fabric_slurm_drain; scontrol on the head)."""
+    hosts, slurm = bed
+    first, second = slurm.nodes
+    inventory = tmp_path / "inventory.json"
+    group = dict(hosts.connection_vars(), **{
+        "ansible_python_interpreter": sys.executable, "fabric_expectations": {"nics": [{"name": "eth1", "mtu": 9000}]},
+        "fabric_slurm_drain": True, "fabric_slurm_host": slurm.head, "fabric_slurm_conf": slurm.conf,
+        "fabric_slurm_drain_max_percent": 50})
+    hostvars = hosts.hostvars()
+    inventory.write_text(json.dumps({"all": {"vars": group, "hosts": dict(
+        [(n, {"ansible_connection": "local", "fabric_node_state_dir": str(tmp_path / "state" / n)})
+         for n in slurm.nodes] + [(slurm.head, hostvars[slurm.head])])}}))
+    playbook = tmp_path / "ansible-playbook"  # as in the sweep above: each node's own sysfs
+    playbook.write_text("#!/bin/sh\nexec unshare --mount --propagation private sh -c 'mount -t sysfs sysfs /sys && "
+                        "exec \"$0\" \"$@\"' %s \"$@\"\n" % os.path.join(os.path.dirname(sys.executable),
+                                                                         "ansible-playbook"))
+    playbook.chmod(0o755)
+    check = tmp_path / "healthcheck"
+    environment = dict((k, ansible_env[k]) for k in ("PATH", "ANSIBLE_COLLECTIONS_PATH"))
+    environment.update(GPUOPS_FABRIC_INVENTORY=str(inventory), GPUOPS_FABRIC_PLAYBOOK=str(playbook),
+                       GPUOPS_FABRIC_NODE_AUDIT=os.path.join(REPO, "deploy", "bin", "gpuops-fabric-node-audit"),
+                       GPUOPS_FABRIC_LOG=str(tmp_path / "healthcheck.log"), SLURM_CONF=slurm.conf, HOME="/root")
+    exports = "\n".join("export %s='%s'" % kv for kv in sorted(environment.items()))
+    check.write_text("#!/bin/sh\n%s\nexec %s\n" % (exports, os.path.join(REPO, "deploy", "slurm", "healthcheck.sh")))
+    check.chmod(0o755)
+    with open(slurm.conf) as handle:
+        conf = handle.read()
+    set_mtu(hosts, 1, 1500)
+    try:
+        with open(slurm.conf, "a") as handle:
+            handle.write("HealthCheckProgram=%s\nHealthCheckInterval=5\nHealthCheckNodeState=ANY\n" % check)
+        slurm.scontrol("reconfigure")
+        deadline = time.time() + 150
+        while time.time() < deadline:
+            log = (tmp_path / "healthcheck.log").read_text() if (tmp_path / "healthcheck.log").exists() else ""
+            if log.count("== exit status") >= 2 and slurm.node(first)[0] == "IDLE+DRAIN":
+                break
+            time.sleep(2)
+    finally:
+        with open(slurm.conf, "w") as handle:
+            handle.write(conf)
+        slurm.scontrol("reconfigure", check=False)
+        set_mtu(hosts, 1, 9000)
+    try:
+        assert "health check of %s" % first in log and "health check of %s" % second in log, log[-4000:]
+        assert "ran past" not in log, log[-4000:]
+        assert slurm.node(first) == ("IDLE+DRAIN", "gpuops.fabric: fail NET-004"), log[-4000:]
+        assert slurm.node(second)[0] == "IDLE"
+    finally:
+        slurm.scontrol("update", "NodeName=%s" % first, "State=RESUME", check=False)
+    assert slurm.settled(first) == ("IDLE", None)
