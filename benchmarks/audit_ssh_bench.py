@@ -14,7 +14,7 @@ facts (fabric_facts_root) and writing its network files and nccl.conf below a fo
 compare with.
 
 Run: .venv/bin/python benchmarks/audit_ssh_bench.py [--hosts 16 64 128] [--forks 16] [--no-probes] [--profile]
-     [--latency-only] [--site] [--source DIR]
+     [--latency-only] [--site] [--source DIR] [--runs R]
 """
 
 import argparse
@@ -112,7 +112,7 @@ def bench_site(count, forks, collections, work, roots, profile=False):
         bed.down()
 
 
-def bench(count, forks, probes, collections, work, profile=False, latency_only=False):
+def bench(count, forks, probes, collections, work, profile=False, latency_only=False, runs=3):
     bed = NamespaceHosts(os.path.join(work, "bed%d" % count), count, prefix="gfsb", mgmt_octet=20, train_octet=21)
     start = time.perf_counter()
     bed.up()
@@ -124,12 +124,27 @@ def bench(count, forks, probes, collections, work, profile=False, latency_only=F
         inventory = bed.write_inventory(os.path.join(work, "inventory%d.yml" % count), group)
         bindir = os.path.dirname(sys.executable)
         env = ssh_env(collections, forks, profile)
-        setup_s, _setup = timed([os.path.join(bindir, "ansible"), "all", "-i", inventory, "-m", "setup"], env)
-        audit_s, audit = timed([os.path.join(bindir, "ansible-playbook"), "-i", inventory, "gpuops.fabric.audit"], env)
+        ansible = os.path.join(bindir, "ansible")
+        commands = (("ping", [ansible, "all", "-i", inventory, "-m", "ping"]),
+                    ("setup", [ansible, "all", "-i", inventory, "-m", "setup"]),
+                    ("module", [ansible, "all", "-i", inventory, "-m", "gpuops.fabric.topology_facts"]),
+                    ("audit", [os.path.join(bindir, "ansible-playbook"), "-i", inventory, "gpuops.fabric.audit"]))
+        samples = dict((name, []) for name, _command in commands)
+        audit = None
+        for _run in range(runs):  # interleaved: a machine that slows down slows each alike
+            for name, command in commands:
+                elapsed, result = timed(command, env)
+                samples[name].append(elapsed)
+                audit = result if name == "audit" else audit
+        median = dict((name, sorted(times)[len(times) // 2]) for name, times in samples.items())
+        audit_s, setup_s = median["audit"], median["setup"]
         trips = len(re.findall(r"^(?:ok|changed): \[%s\]" % re.escape(bed.names[0]), audit.stdout, re.M))
-        figures = (count, forks, up_s, setup_s, audit_s, audit_s / setup_s, trips)
-        line = ("%4d hosts, forks %d, pipelining: test bed up %.1f s; ansible -m setup %.1f s; audit %.1f s "
-                "(ratio %.2f, %d module round trip(s) per host)" % figures)
+        line = ("%4d hosts, forks %d, pipelining, medians of %d interleaved runs: test bed up %.1f s; ansible -m ping "
+                "%.1f s; ansible -m setup %.1f s; ansible -m gpuops.fabric.topology_facts %.1f s; audit playbook %.1f "
+                "s (%d module round trip(s) per host). Ratios to ping: setup %.2f, module %.2f, audit %.2f; audit / "
+                "setup %.2f" % (count, forks, runs, up_s, median["ping"], setup_s, median["module"], audit_s, trips,
+                                setup_s / median["ping"], median["module"] / median["ping"],
+                                audit_s / median["ping"], audit_s / setup_s))
         if probes:
             for label, kinds in (("with latency under load", ["jumbo", "throughput", "latency"]),
                                  ("without", ["jumbo", "throughput"]))[:1 if latency_only else 2]:
@@ -165,6 +180,7 @@ def main():
     parser.add_argument("--latency-only", action="store_true", help="only the probe run with latency under load")
     parser.add_argument("--site", action="store_true", help="site.yml, a new cluster and a repeat run")
     parser.add_argument("--source", default=REPO, help="the checkout to build the collection from")
+    parser.add_argument("--runs", type=int, default=3, help="interleaved runs of ping, setup, the module and the audit")
     args = parser.parse_args()
     work = tempfile.mkdtemp()
     try:
@@ -174,7 +190,8 @@ def main():
             if args.site:
                 bench_site(count, args.forks, collections, work, roots, args.profile)
             else:
-                bench(count, args.forks, not args.no_probes, collections, work, args.profile, args.latency_only)
+                bench(count, args.forks, not args.no_probes, collections, work, args.profile, args.latency_only,
+                      args.runs)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
