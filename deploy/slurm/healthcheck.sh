@@ -4,7 +4,8 @@
 #   HealthCheckProgram=/usr/local/sbin/gpuops-fabric-healthcheck
 #   HealthCheckInterval=900
 #   HealthCheckNodeState=ANY,CYCLE
-# slurmd kills a HealthCheckProgram after 60 s: this one stops the audit at GPUOPS_FABRIC_TIMEOUT (default 50 s).
+# slurmd kills a HealthCheckProgram after 60 s: this one stops the audit at GPUOPS_FABRIC_TIMEOUT (default 50 s, at
+# most 54: a stopped audit is killed 5 s later if it has not ended).
 # Slurm does not act on its exit status: with fabric_slurm_drain true in the node's inventory variables, the audit
 # drains this node itself when fail findings remain (scontrol on fabric_slurm_host, by default this node) and
 # resumes it once they pass, as the central audit does. Output goes to GPUOPS_FABRIC_LOG.
@@ -15,8 +16,8 @@ log=${GPUOPS_FABRIC_LOG:-/var/log/gpuops-fabric-healthcheck.log}
 audit=${GPUOPS_FABRIC_NODE_AUDIT:-/usr/local/bin/gpuops-fabric-node-audit}
 limit=${GPUOPS_FABRIC_TIMEOUT:-50}
 
-if [[ ! $limit =~ ^[0-9]{1,3}$ ]] || [ "$limit" -lt 5 ] || [ "$limit" -gt 58 ]; then
-  echo "gpuops-fabric-healthcheck: GPUOPS_FABRIC_TIMEOUT '$limit' is not 5 to 58 seconds" >&2
+if [[ ! $limit =~ ^[0-9]{1,3}$ ]] || [ "$limit" -lt 5 ] || [ "$limit" -gt 54 ]; then
+  echo "gpuops-fabric-healthcheck: GPUOPS_FABRIC_TIMEOUT '$limit' is not 5 to 54 seconds" >&2
   exit 64
 fi
 {

@@ -33,9 +33,13 @@ OUTCOMES = ("pass", "findings", "not_applicable", "error")
 INPUT_KEYS = ("expectations", "waivers", "networks", "attachments", "nccl_mode", "probes", "cabling",
               "waiver_horizon_days", "tcp_retransmit_budget", "drift", "nccl_drift")
 OBSERVED_KEYS = ("nccl_logs", "baseline")
-# A result is read whole: a file over this is refused (a node's facts are a few hundred KiB; report.json holds one
-# result per host of its run)
-MAX_BYTES = 1024 * 1024 * 1024
+# A result is read whole: a file over these is refused, and one aggregate reads at most BUDGET_BYTES in all (a node's
+# result is a few hundred KiB, its facts most of it; report.json holds one per host of its run; in memory a document
+# takes several times its size)
+MAX_BYTES = 1024 * 1024 * 1024  # report.json
+NODE_MAX_BYTES = 64 * 1024 * 1024  # a node's own result file
+BUDGET_BYTES = 4 * 1024 * 1024 * 1024
+SHOWN_SOURCES = 3
 MAX_HOST_CHARS = 255
 CLOCK_SKEW_S = 600  # a result stamped later than now by more than this comes from another clock or a hand edit
 MAX_FILES = 100000  # one folder's files read, at most
@@ -116,6 +120,12 @@ def _finding_problem(finding, host):
             return "a finding has no %s" % key
     if not isinstance(finding["id"], str) or finding["severity"] not in SEVERITIES:
         return "a finding's id %s or severity %s is not one" % (_short(finding["id"]), _short(finding["severity"]))
+    for key in ("subject", "message", "title", "remediation"):
+        if not isinstance(finding.get(key), str):
+            return "a finding's %s (%s) is not text" % (key, finding["id"])
+    if finding.get("waived") and not (isinstance(finding.get("waiver"), dict) and all(
+            isinstance(finding["waiver"].get(k), str) for k in ("rule", "hosts", "subject", "reason", "expires"))):
+        return "a finding (%s) is waived without its waiver" % finding["id"]
     if finding.get("host") != host:
         return "a finding (%s) names host %s, not %s" % (finding["id"], _short(finding.get("host")), host)
     if not isinstance(finding.get("waived", False), bool):
@@ -149,6 +159,8 @@ def check(doc, now=None, max_age_s=None):
         return "stale: generated_at %s is more than %s old" % (doc["generated_at"], _age(max_age_s))
     if doc.get("status") not in STATUSES:
         return "status %s is not one of %s" % (_short(doc.get("status")), ", ".join(STATUSES))
+    if not isinstance(doc.get("reason"), (str, type(None))):
+        return "reason %s is not text" % _short(doc.get("reason"))
     facts = doc.get("facts")
     if doc["status"] == "audited" and not (isinstance(facts, dict) and facts):
         return "audited, but without facts"
@@ -164,6 +176,29 @@ def check(doc, now=None, max_age_s=None):
     for rid, outcome in doc["outcomes"].items():
         if not isinstance(outcome, dict) or outcome.get("status") not in OUTCOMES:
             return "the outcome of %s is not one of %s" % (_short(rid), ", ".join(OUTCOMES))
+        if not isinstance(outcome.get("reason"), (str, type(None))):
+            return "the outcome of %s has a reason that is not text" % _short(rid)
+    if not all(isinstance(w, str) for w in doc["facts_warnings"]):
+        return "a facts warning is not text"
+    return _observed_problem(doc["observed"])
+
+
+def _observed_problem(observed):
+    """Why what a node result observed is not shaped as the judging run keeps it (_nccl/logs.read_log's entries, a
+    baseline reading), else None."""
+    logs = observed.get("nccl_logs")
+    if logs is not None:
+        if not isinstance(logs, list):
+            return "observed nccl_logs is not a list"
+        for entry in logs:
+            if not isinstance(entry, dict) or entry.get("kind") not in ("log", "topology_dump") or not isinstance(
+                    entry.get("path"), str) or not isinstance(entry.get("error"), (str, type(None))):
+                return "observed nccl_logs holds an entry that is not a log as read"
+            if not all(isinstance(entry.get(k), (dict, type(None))) for k in ("parsed", "facts")):
+                return "observed nccl_logs holds an entry whose parse is not an object"
+    baseline = observed.get("baseline")
+    if baseline is not None and not (isinstance(baseline, dict) and isinstance(baseline.get("counters"), dict)):
+        return "observed baseline is not a reading with counters"
     return None
 
 
@@ -245,16 +280,29 @@ def _folder(path):
     return found
 
 
-def collect(paths, hosts, now, max_age_s=None):
+def collect(paths, hosts, now, max_age_s=None, budget=None):
     """Read the node results under ``paths`` for ``hosts`` (the inventory's; a result for another host is named and
     left out). Returns ({host: doc}, {host: source}, lines): one result per host, the newest where there are several
     (each older one named), none where two differ and bear the same newest time (both named); each file or document
-    that cannot be used is one line, and never stops the rest."""
+    that cannot be used is one line, and never stops the rest. A node's own file must be named after its host
+    (HOST.json): in a shared folder one node cannot stand in for another. At most ``budget`` bytes are read in all
+    (BUDGET_BYTES); the files past it are named, not read."""
     wanted = set(hosts)
+    budget = BUDGET_BYTES if budget is None else budget
     found, lines = {}, []  # host -> [(time, source, doc)]
     for path, problem in files(paths):
+        report = os.path.basename(path) == "report.json"
         if problem is None:
-            value, problem = read_json(path)
+            try:
+                size = os.lstat(path).st_size
+            except OSError:
+                size = 0
+            if size > budget:
+                problem = "not read: the aggregate reads at most %d MiB in all, and that is spent" % (
+                    BUDGET_BYTES >> 20)
+            else:
+                budget -= size
+                value, problem = read_json(path, MAX_BYTES if report else NODE_MAX_BYTES)
         docs = []
         if problem is None:
             docs, problem = documents(value)
@@ -266,6 +314,8 @@ def collect(paths, hosts, now, max_age_s=None):
             problem = check(doc, now, max_age_s)
             if problem is None and doc["host"] not in wanted:
                 problem = "host %s is not in the inventory (or outside --limit)" % doc["host"]
+            if problem is None and docs[0] is value and os.path.basename(path) != doc["host"] + ".json":
+                problem = "holds the result of host %s: a node's result file is named HOST.json" % doc["host"]
             if problem:
                 lines.append("%s: %s" % (where, problem))
                 continue
@@ -274,15 +324,21 @@ def collect(paths, hosts, now, max_age_s=None):
     for host in sorted(found):
         results = sorted(found[host], key=lambda item: (item[0], item[1]))
         newest = [r for r in results if r[0] == results[-1][0]]
-        distinct = []
+        distinct, seen = [], set()
         for item in newest:  # the same document twice (a node's file and its slice's report.json) is one
-            if not any(item[2] == other[2] for other in distinct):
+            text = json.dumps(item[2], sort_keys=True, default=str)
+            if text not in seen:
+                seen.add(text)
                 distinct.append(item)
-        for item in results[:len(results) - len(newest)]:
+        older = results[:len(results) - len(newest)]
+        for item in older[:SHOWN_SOURCES]:
             lines.append("%s: a duplicate for %s, older than %s (left out)" % (item[1], host, newest[0][1]))
+        if len(older) > SHOWN_SOURCES:
+            lines.append("%s: %d more older duplicates left out" % (host, len(older) - SHOWN_SOURCES))
         if len(distinct) > 1:
-            lines.append("%s: results that differ, stamped at the same time, in %s: none is used" % (
-                host, ", ".join(item[1] for item in distinct)))
+            named = ", ".join(item[1] for item in distinct[:SHOWN_SOURCES])
+            lines.append("%s: %d results that differ, stamped at the same time (%s%s): none is used" % (
+                host, len(distinct), named, " and more" if len(distinct) > SHOWN_SOURCES else ""))
             continue
         chosen[host], source[host] = newest[0][2], newest[0][1]
     return chosen, source, lines
@@ -317,13 +373,14 @@ def previous_reading(path, host, now):
         docs, problem = documents(value)
     mine = [d for d in docs if isinstance(d, dict) and d.get("host") == host]
     if problem is None and not mine:
-        problem = "holds no result for %s" % host
+        problem = "a file without a result for %s" % host
     if problem is None:
         problem = check(mine[0], now)
+        problem = problem and "a result that cannot be used (%s)" % problem
     if problem is None:
         counters = mine[0]["facts"].get("counters") if isinstance(mine[0].get("facts"), dict) else None
         if not isinstance(counters, dict):
-            problem = "its result has no counters (%s)" % mine[0]["status"]
+            problem = "a result without counters (%s)" % mine[0]["status"]
         else:
             reading.update(generated_at=mine[0]["generated_at"], counters={host: counters})
     reading["problem"] = problem

@@ -175,6 +175,11 @@ class ReportAction(ControllerAction):
         written = []
         for fmt in formats:
             path = os.path.join(report_dir, FILENAMES[fmt])
-            write_atomic(path, RENDERERS[fmt](report), "0644")
+            try:
+                write_atomic(path, RENDERERS[fmt](report), "0644")
+            except (IOError, OSError) as exc:
+                raise AnsibleActionFail("cannot write the reports to %s: %s%s" % (
+                    report_dir, getattr(exc, "strerror", None) or exc, " (written: %s)" % ", ".join(
+                        os.path.basename(w) for w in written) if written else ""))
             written.append(path)
         return written

@@ -16,7 +16,9 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.allowed impor
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.baseline import (
     WINDOW_KEY, baseline_path, baseline_warnings, check_counters, percent_budget, read_baseline, window_seconds,
 )
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import evaluate_host, evaluate_inventory
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import (
+    CATALOG, evaluate_host, evaluate_inventory,
+)
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.links import link_rows
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.topology import topology_trees
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.policy import (
@@ -176,10 +178,18 @@ def combine(docs, today, generated_at, version=None, missing=None):
             lines.append("%s: %s" % (host, why))
             continue
         expect, waivers[host] = normalized[host][0], normalized[host][1]
-        expect.update(doc["observed"])
-        findings.extend(doc["findings"])
-        outcomes[host] = dict((rid, (o["status"], o.get("reason"))) for rid, o in doc["outcomes"].items())
+        expect.update((key, doc["observed"].get(key)) for key in node_result.OBSERVED_KEYS)
+        # a result judged by another version of the collection may name rules this one does not have: left out, named
+        unknown = sorted(set(rid for rid in doc["outcomes"] if rid not in CATALOG)
+                         | set(f["id"] for f in doc["findings"] if f["id"] not in CATALOG))
+        if unknown:
+            lines.append("%s: its node result names rules this gpuops.fabric does not have (%s%s): left out" % (
+                host, ", ".join(unknown[:5]), " and %d more" % (len(unknown) - 5) if len(unknown) > 5 else ""))
+        findings.extend(f for f in doc["findings"] if f["id"] in CATALOG)
+        outcomes[host] = dict((rid, (o["status"], o.get("reason"))) for rid, o in doc["outcomes"].items()
+                              if rid in CATALOG)
         audited[host] = (doc["facts"], expect)
+    lines.extend(shared_log_lines(audited))
     row_errors = []
     if audited:
         inventory_findings, outcomes["inventory"] = evaluate_inventory(audited)
@@ -188,8 +198,7 @@ def combine(docs, today, generated_at, version=None, missing=None):
     report = build_report(hosts, findings, outcomes, generated_at, version,
                           measurements(dict((h, audited[h][1]) for h in audited)),
                           cabling(dict((h, audited[h][0]) for h in audited)),
-                          [row for h in sorted(audited) for row in nccl_choices(h, audited[h][0], audited[h][1])],
-                          stability_rows(audited, row_errors))
+                          nccl_rows(audited, row_errors), stability_rows(audited, row_errors))
     report["policy_warnings"] = lines + row_errors
     # each host's counters as read now: this report is the next audit's baseline
     report["counters"] = dict((h, audited[h][0].get("counters")) for h in sorted(audited)
@@ -204,6 +213,35 @@ def combine(docs, today, generated_at, version=None, missing=None):
     # each host's node result (node_result.py): any report.json is an aggregate's input
     report["nodes"] = [docs[h] for h in sorted(docs)]
     return report, lines
+
+
+def shared_log_lines(audited):
+    """One line per NCCL log that several hosts name but that each judged as named by fewer hosts (judged in separate
+    runs: slices, node-local audits). A run that names a multi-node log on every host judges each host's part of it;
+    a host that judged it alone took a log without its own lines for its own (nccl_views.nccl_logs)."""
+    named, counted = {}, {}
+    for host in sorted(audited):
+        for entry in audited[host][1].get("nccl_logs") or []:
+            if entry.get("kind") == "log":
+                named.setdefault(entry["path"], []).append(host)
+                count = entry.get("named_by")
+                counted[entry["path"]] = max(counted.get(entry["path"], 0), count if isinstance(count, int) else 1)
+    return ["the NCCL log %s is named by %d hosts (%s) that judged it in separate runs as named by %d: an audit of them "
+            "together judges each host's part of it" % (path, len(hosts), named_hosts(hosts), counted[path])
+            for path, hosts in sorted(named.items()) if len(hosts) > counted[path]]
+
+
+def nccl_rows(audited, errors):
+    """The NCCL section's rows; a host whose logs, as its node result holds them, cannot be viewed is left out, with a
+    line in ``errors`` (its NCCLRUN rules judged them where it was audited)."""
+    rows = []
+    for host in sorted(audited):
+        try:
+            rows.extend(nccl_choices(host, audited[host][0], audited[host][1]))
+        except (ArithmeticError, TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+            errors.append("the NCCL section leaves out %s: its NCCL logs cannot be read (%s: %s)" % (
+                host, type(exc).__name__, str(exc)[:200]))
+    return rows
 
 
 def stability_rows(audited, errors):
@@ -236,12 +274,22 @@ def cabling(facts_by_host):
     mfs}], one row per neighbour."""
     rows = []
     for host in sorted(facts_by_host):
-        lldp = (facts_by_host[host] or {}).get("lldp") or {}
-        for port, neighbours in sorted((lldp.get("ports") or {}).items()):
-            for n in neighbours:
-                rows.append({"host": host, "port": port, "switch": switch_name(n), "switch_port": switch_port_name(n),
-                             "vlans": [v["id"] for v in n.get("vlans") or []],
-                             "aggregation": (n.get("aggregation") or {}).get("port_id"), "mfs": n.get("mfs")})
+        facts = facts_by_host[host] if isinstance(facts_by_host[host], dict) else {}
+        lldp = facts.get("lldp") if isinstance(facts.get("lldp"), dict) else {}
+        ports = lldp.get("ports") if isinstance(lldp.get("ports"), dict) else {}
+        for port, neighbours in sorted(ports.items()):
+            for n in neighbours if isinstance(neighbours, list) else []:
+                if not isinstance(n, dict):
+                    continue
+                vlans = n.get("vlans") if isinstance(n.get("vlans"), list) else []
+                aggregation = n.get("aggregation") if isinstance(n.get("aggregation"), dict) else {}
+                try:
+                    switch, switch_port = switch_name(n), switch_port_name(n)
+                except (TypeError, ValueError, AttributeError, KeyError, IndexError):
+                    switch = switch_port = None  # a neighbour the facts could not have held (a hand-edited result)
+                rows.append({"host": host, "port": str(port), "switch": switch, "switch_port": switch_port,
+                             "vlans": [v.get("id") for v in vlans if isinstance(v, dict)],
+                             "aggregation": aggregation.get("port_id"), "mfs": n.get("mfs")})
     return rows
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit import node_result
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.formats import REPORT_RENDERERS as RENDERERS
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.json_report import render_json
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import combine, run_audit
 
@@ -111,6 +112,13 @@ def test_bad_node_results_are_named_and_the_rest_judged(inventory, tmp_path):
         "future.json": (dict(good["a2"], generated_at="2027-01-02T00:00:00Z"), "from the future"),
         "stale.json": (dict(good["a2"], generated_at="2026-12-30T00:00:00+00:00"), "stale: generated_at"),
         "stranger.json": (dict(good["a2"], host="not-ours"), "host not-ours is not in the inventory"),
+        "untitled.json": (dict(good["b1"], findings=[dict(good["b1"]["findings"][0], title=3)]),
+                          "a finding's title ("),
+        "bare-waiver.json": (dict(good["b1"], findings=[dict(good["b1"]["findings"][0], waived=True, waiver=None)]),
+                             "is waived without its waiver"),
+        "odd-reason.json": (dict(good["a2"], outcomes={"PCIE-001": {"status": "pass", "reason": 5}}),
+                            "has a reason that is not text"),
+        "odd-logs.json": (dict(good["a2"], observed={"nccl_logs": 5, "baseline": None}), "observed nccl_logs is not"),
         "nameless.json": (dict(good["a2"], host="a\nb"), "is not a name"),
         "shapeless.json": (dict(good["a2"], findings=[{"id": "X"}]), "a finding has no severity"),
         "other-host.json": (dict(good["a2"], findings=[dict(good["b1"]["findings"][0])]), "names host 'b1', not a2"),
@@ -124,12 +132,14 @@ def test_bad_node_results_are_named_and_the_rest_judged(inventory, tmp_path):
     paths = dict((name, _write(folder, name, value)) for name, (value, _why) in named.items())
     os.symlink(paths["list.json"], str(folder / "link.json"))
     os.mkfifo(str(folder / "fifo.json"))
-    # a duplicate: an older result of b1 beside a newer one; two results of b2 at one time that differ
+    # a duplicate: an older result of b1 (in a slice's report.json) beside a newer one; two results of b2 at one time
+    # that differ; a node's file named for another host (in a shared folder, one node cannot replace another's)
     older = dict(good["b1"], generated_at="2026-12-31T23:00:00+00:00")
-    _write(folder, "b1-older.json", older)
+    (folder / "slice").mkdir()
+    _write(folder / "slice", "report.json", {"summary": {}, "nodes": [older, dict(good["b2"], reason="edited")]})
     _write(folder, "b1.json", good["b1"])
-    _write(folder, "b2-x.json", good["b2"])
-    _write(folder, "b2-y.json", dict(good["b2"], reason="edited"))
+    _write(folder, "b2.json", good["b2"])
+    _write(folder, "a2.json", dict(good["b1"]))
     # a policy that no longer validates: the host is failed, named
     _write(folder, "sl390.json", dict(good["sl390"], inputs=dict(good["sl390"]["inputs"], waivers="all of them")))
     docs, _sources, lines = node_result.collect([str(folder)], sorted(inventory), NOW_TIME, 3600)
@@ -139,12 +149,17 @@ def test_bad_node_results_are_named_and_the_rest_judged(inventory, tmp_path):
     assert "%s: unreadable (a symbolic link, not followed)" % (folder / "link.json") in lines or \
         "%s: a symbolic link, not followed" % (folder / "link.json") in lines, text
     assert "%s: not a regular file" % (folder / "fifo.json") in lines, text
-    assert "%s: a duplicate for b1, older than %s (left out)" % (folder / "b1-older.json", folder / "b1.json") in lines
-    assert any(line.startswith("b2: results that differ, stamped at the same time") for line in lines), text
+    duplicate = "%s (nodes[0]): a duplicate for b1, older than %s (left out)" % (
+        folder / "slice" / "report.json", folder / "b1.json")
+    assert duplicate in lines, text
+    assert any(line.startswith("b2: 2 results that differ, stamped at the same time") for line in lines), text
+    assert "%s: holds the result of host b1: a node's result file is named HOST.json" % (folder / "a2.json") in lines
     assert sorted(docs) == ["a1", "b1", "sl390"]
     missing = dict((h, "no usable node result") for h in inventory if h not in docs)
     merged, policy_lines = combine(docs, TODAY, NOW, "0.1.0", missing)
     assert policy_lines and policy_lines[0].startswith("sl390: its node result holds a policy that is invalid")
+    for render in RENDERERS.values():  # every report renders what was merged
+        assert render(merged)
     status = dict((h["name"], h["status"]) for h in merged["hosts"])
     assert status == {"a1": "audited", "a2": "failed", "b1": "audited", "b2": "failed", "gone": "failed",
                       "sl390": "failed"}
@@ -197,14 +212,15 @@ def test_a_node_reads_its_last_result_as_its_baseline(inventory, tmp_path):
                               "0.1.0")
     assert errors == [] and again["baseline"] == [{"path": str(path), "generated_at": NOW, "hosts": 1,
                                                    "usable": True}]
-    for text, why in (('{"summary": {}, "nodes": []}', "holds no result for b1"), ("{", "not JSON, or cut short"),
+    for text, why in (('{"summary": {}, "nodes": []}', "a file without a result for b1"), ("{", "not JSON, or cut short"),
                       (json.dumps(dict(next(n for n in report["nodes"] if n["host"] == "b1"),
                                        generated_at="2099-01-01T00:00:00Z")), "from the future"),
-                      (json.dumps(next(n for n in report["nodes"] if n["host"] == "gone")), "holds no result for b1")):
+                      (json.dumps(next(n for n in report["nodes"] if n["host"] == "gone")),
+                       "a file without a result for b1")):
         path.write_text(text)
         assert why in node_result.previous_reading(str(path), "b1", NOW_TIME)["problem"], text[:80]
     path.write_text(json.dumps(dict(next(n for n in report["nodes"] if n["host"] == "b1"), facts={"pci": []})))
-    assert node_result.previous_reading(str(path), "b1", NOW_TIME)["problem"] == "its result has no counters (audited)"
+    assert node_result.previous_reading(str(path), "b1", NOW_TIME)["problem"] == "a result without counters (audited)"
 
 
 @pytest.mark.parametrize("host, ok", [("gpu017", True), ("node-1.rack_2", True), ("a" * 200, True),
@@ -212,3 +228,53 @@ def test_a_node_reads_its_last_result_as_its_baseline(inventory, tmp_path):
                                       ("..", False), ("a b", False), ("", False), ("n\u00e9", False), (None, False)])
 def test_which_names_can_name_a_result_file(host, ok):
     assert (node_result.file_name_problem(host) is None) == ok
+
+
+def test_what_a_result_holds_that_this_collection_cannot_use(inventory, tmp_path):
+    """Rules another version of the collection has (named, left out), observations beyond the kept ones (ignored: they
+    never replace the checked policy), LLDP facts no reader gives, a log several hosts judged in separate runs."""
+    report = audit(inventory)
+    docs = dict((n["host"], n) for n in json.loads(json.dumps(report["nodes"])))
+    b1 = docs["b1"]
+    b1["outcomes"]["PCIE-099"] = {"status": "pass", "reason": None}
+    b1["findings"].append(dict(b1["findings"][0], id="PCIE-099"))
+    b1["observed"]["networks"] = 5
+    b1["facts"]["lldp"] = {"ports": {"eth0": [1, {"vlans": "x", "aggregation": 3}]}}
+    log = {"path": "/shared/run.log", "kind": "log", "error": None, "parsed": None, "facts": None, "named_by": 1}
+    for host in ("a1", "a2"):
+        docs[host]["observed"]["nccl_logs"] = [dict(log)]
+    merged, lines = combine(docs, TODAY, NOW, "0.1.0")
+    assert "b1: its node result names rules this gpuops.fabric does not have (PCIE-099): left out" in lines
+    assert "PCIE-099" not in merged["outcomes"]["b1"] and not [f for f in merged["findings"] if f["id"] == "PCIE-099"]
+    assert ("the NCCL log /shared/run.log is named by 2 hosts (a1, a2) that judged it in separate runs as named by 1: "
+            "an audit of them together judges each host's part of it") in lines
+    assert [r for r in merged["cabling"] if r["host"] == "b1"] == [
+        {"host": "b1", "port": "eth0", "switch": None, "switch_port": None, "vlans": [], "aggregation": None,
+         "mfs": None}]
+    for render in RENDERERS.values():
+        assert render(merged)
+
+
+def test_many_results_for_one_host_are_compared_once_each(tmp_path):
+    """Duplicates are told apart by their text, not pairwise: thousands of results for one host in one file are
+    read in about the time of reading them (the line names the first few)."""
+    import time
+    report = {"summary": {}, "nodes": []}
+    base = {"schema": node_result.SCHEMA, "schema_version": 1, "host": "h", "generated_at": NOW, "status": "failed",
+            "reason": None, "facts": None, "inputs": {}, "observed": {}, "findings": [], "facts_warnings": [],
+            "outcomes": {}, "tool": {}, "producer": {}}
+    report["nodes"] = [dict(base, reason="r%d" % i) for i in range(5000)]
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    start = time.perf_counter()
+    docs, _sources, lines = node_result.collect([str(tmp_path)], ["h"], NOW_TIME)
+    assert time.perf_counter() - start < 30  # pairwise, this was minutes; the benchmark has the real figure
+    assert docs == {} and lines[-1].startswith("h: 5000 results that differ, stamped at the same time (")
+    assert lines[-1].endswith(" and more): none is used") and len(lines[-1]) < 400
+
+
+def test_the_budget_of_an_aggregate(tmp_path):
+    (tmp_path / "a.json").write_text(" " * 100 + "{}")
+    (tmp_path / "b.json").write_text(" " * 100 + "{}")
+    _docs, _sources, lines = node_result.collect([str(tmp_path)], ["a", "b"], NOW_TIME, budget=150)
+    assert lines[0] == "%s: not a node result (a JSON object)" % (tmp_path / "a.json") or "schema" in lines[0]
+    assert lines[1].startswith("%s: not read: the aggregate reads at most" % (tmp_path / "b.json")), lines
