@@ -10,12 +10,11 @@ import os
 
 from ansible.errors import AnsibleActionFail
 
-from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import target_hosts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit import node_result, slurm
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.publish import REPORT_ARGS, ReportAction, utc_now
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import combine
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import default
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import DECLARED, normal, value_problem
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.variables import preflight
 
 ARGUMENT_SPEC = dict(
@@ -52,12 +51,11 @@ class ActionModule(ReportAction):
         docs, sources, lines = node_result.collect(paths, hosts, now, max_age_s)
         missing = dict((h, "no usable node result in %s" % ", ".join(paths)) for h in hosts if h not in docs)
         report, policy_lines = combine(docs, today, now.isoformat(), self._collection_version(), missing)
-        lines += policy_lines
-        report["policy_warnings"] = ["node result left out: %s" % line for line in lines if line not in policy_lines] \
-            + report["policy_warnings"]
+        # report["policy_warnings"] already holds combine's own lines
+        report["policy_warnings"] = ["node result left out: %s" % line for line in lines] + report["policy_warnings"]
         report["sources"] = [{"host": h, "source": sources[h]} for h in sorted(sources)]
         result = self.publish(result, args, task_vars, report, slurm_config)
-        result.update(rejected=lines, read=len(docs), missing=sorted(missing))
+        result.update(rejected=lines + policy_lines, read=len(docs), missing=sorted(missing))
         return result
 
     @staticmethod
@@ -82,18 +80,11 @@ class ActionModule(ReportAction):
     @staticmethod
     def _max_age(args, task_vars):
         """Seconds: O(max_age_hours), else fabric_aggregate_max_age_hours (the pre-flight names a bad one), else 24
-        hours."""
+        hours; either is judged by the variable's one declaration."""
+        var = DECLARED[AGE_KEY]
         from_task = args["max_age_hours"] is not None
         value = args["max_age_hours"] if from_task else task_vars.get(AGE_KEY)
-        if value is None:
-            value = default(AGE_KEY)
-        number = value
-        if isinstance(value, str):
-            try:
-                number = float(value.strip())
-            except ValueError:
-                number = None
-        if isinstance(number, bool) or finite(number, 0.001, 87600) is None:
-            return None, (["max_age_hours: %r is not a number of hours from 0.001 to 87600" % (value,)]
-                          if from_task else [])
-        return float(number) * 3600, []
+        problem = value_problem(var, value) if value is not None else None  # unset: the declared default
+        if problem:
+            return None, ["max_age_hours: %r %s" % (value, problem)] if from_task else []
+        return float(normal(var, value)) * 3600, []

@@ -215,6 +215,19 @@ def test_a_failed_update_does_not_stop_the_others(bed, tmp_path):
     assert slurm.settled(slurm.nodes[0]) == ("IDLE", None)
 
 
+def own_sysfs_playbook(folder):
+    """An ansible-playbook for GPUOPS_FABRIC_PLAYBOOK that reads its node's own interfaces. slurmd keeps the machine's
+    mount namespace (slurmbed.py), so its tasks see the machine's /sys: this mounts a sysfs of the task's network
+    namespace in a mount namespace of its own, as ip netns exec does (the test bed's part; on a real node the audit
+    reads /sys as it is)."""
+    playbook = folder / "ansible-playbook"
+    playbook.write_text("#!/bin/sh\nexec unshare --mount --propagation private sh -c 'mount -t sysfs sysfs /sys && "
+                        "exec \"$0\" \"$@\"' %s \"$@\"\n" % os.path.join(os.path.dirname(sys.executable),
+                                                                         "ansible-playbook"))
+    playbook.chmod(0o755)
+    return playbook
+
+
 def test_node_local_audits_in_a_slurm_job_then_the_aggregate_drains(ansible_env, bed, tmp_path):
     """Issue 34 against the real Slurm: deploy/slurm/node-audit-sweep.sbatch runs the node-local audit (full profile)
     on every node of its allocation, one task per node, each writing its result to a shared folder; the aggregate
@@ -230,14 +243,7 @@ def test_node_local_audits_in_a_slurm_job_then_the_aggregate_drains(ansible_env,
         "fabric_expectations": {"nics": [{"name": "eth1", "mtu": 9000}]},
         "fabric_node_results_dir": str(shared)}, "hosts": dict(
             (n, {"fabric_node_state_dir": str(tmp_path / "state" / n)}) for n in slurm.nodes)}}))
-    # slurmd keeps the machine's mount namespace (slurmbed.py), so its tasks see the machine's /sys: each task reads
-    # its own network namespace's interfaces from a sysfs mounted in a mount namespace of its own, as ip netns exec
-    # does (the test bed's part; on a real node the audit reads /sys as it is)
-    playbook = tmp_path / "ansible-playbook"
-    playbook.write_text("#!/bin/sh\nexec unshare --mount --propagation private sh -c 'mount -t sysfs sysfs /sys && "
-                        "exec \"$0\" \"$@\"' %s \"$@\"\n" % os.path.join(os.path.dirname(sys.executable),
-                                                                         "ansible-playbook"))
-    playbook.chmod(0o755)
+    playbook = own_sysfs_playbook(tmp_path)
     env = dict(ansible_env, SLURM_CONF=slurm.conf, GPUOPS_FABRIC_INVENTORY=str(node_inventory),
                GPUOPS_FABRIC_NODE_AUDIT=os.path.join(REPO, "deploy", "bin", "gpuops-fabric-node-audit"),
                GPUOPS_FABRIC_RESULTS=str(shared), GPUOPS_FABRIC_WINDOW="1", GPUOPS_FABRIC_PLAYBOOK=str(playbook))
@@ -288,11 +294,7 @@ def test_the_health_check_runs_the_passive_audit_within_its_limit(ansible_env, b
     inventory.write_text(json.dumps({"all": {"vars": group, "hosts": dict(
         [(n, {"ansible_connection": "local", "fabric_node_state_dir": str(tmp_path / "state" / n)})
          for n in slurm.nodes] + [(slurm.head, hostvars[slurm.head])])}}))
-    playbook = tmp_path / "ansible-playbook"  # as in the sweep above: each node's own sysfs
-    playbook.write_text("#!/bin/sh\nexec unshare --mount --propagation private sh -c 'mount -t sysfs sysfs /sys && "
-                        "exec \"$0\" \"$@\"' %s \"$@\"\n" % os.path.join(os.path.dirname(sys.executable),
-                                                                         "ansible-playbook"))
-    playbook.chmod(0o755)
+    playbook = own_sysfs_playbook(tmp_path)
     check = tmp_path / "healthcheck"
     environment = dict((k, ansible_env[k]) for k in ("PATH", "ANSIBLE_COLLECTIONS_PATH"))
     environment.update(GPUOPS_FABRIC_INVENTORY=str(inventory), GPUOPS_FABRIC_PLAYBOOK=str(playbook),
