@@ -281,7 +281,11 @@ def interrupted_audit(env, inv):
         deadline = time.time() + 120
         while not ours() and time.time() < deadline and proc.poll() is None:
             time.sleep(0.1)
-        assert ours(), "no iperf3 ever started"
+        if not ours():
+            if proc.poll() is None:
+                proc.kill()
+            said = proc.communicate(timeout=60)[0]
+            raise AssertionError("no iperf3 ever started (the audit ended with %s):\n%s" % (proc.returncode, said[-6000:]))
         interrupted = time.time()
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal sends to the foreground group
         proc.wait(timeout=60)
