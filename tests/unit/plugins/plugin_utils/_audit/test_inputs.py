@@ -47,3 +47,48 @@ def test_drift_results():
     seen = nccl_drift({"changed": True, "dest": "/etc/nccl.conf",
                        "diff": {"before": "A=1\n", "after": "A=2\n"}})
     assert seen["changed"] and seen["path"] == "/etc/nccl.conf" and "-A=1" in seen["diff"] and "+A=2" in seen["diff"]
+
+
+def test_a_host_view_merges_each_host_once_and_templates_only_the_inventory(tmp_path):
+    """Ansible's own HostVars (the library boundary): the audit's view of a host reads the facts and registered
+    results as merged and the inventory's variables templated as the host's own, with each host's variables merged
+    once however many readers ask: Ansible merges them afresh, facts copied, on each hostvars[host]."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.inventory.manager import InventoryManager
+    from ansible.vars.hostvars import HostVars
+    from ansible.vars.manager import VariableManager
+
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit import slurm
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.inputs import host_views
+
+    inventory_file = tmp_path / "hosts.yml"
+    inventory_file.write_text("all:\n  hosts:\n    node1:\n    node2:\n  vars:\n"
+                              "    fabric_nccl_mode: \"{{ 'tc' ~ 'p' }}\"\n    fabric_slurm_drain: true\n"
+                              "    fabric_slurm_node_name: \"{{ inventory_hostname }}-slurm\"\n")
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources=[str(inventory_file)])
+    variables = VariableManager(loader=loader, inventory=inventory)
+    facts = {"schema_version": 1, "pci": [{"address": "0000:%02x:00.0" % i, "name": "{{ not a template }}"}
+                                          for i in range(50)]}
+    for host in ("node1", "node2"):
+        variables.set_host_facts(host, {"gpuops_fabric": facts})
+        variables.set_nonpersistent_facts(host, {"fabric_audit_gather": {"changed": False, "failed": False}})
+    merges = []
+    original = variables.get_vars
+
+    def counted(*args, **kwargs):
+        merges.append(kwargs.get("host"))
+        return original(*args, **kwargs)
+
+    variables.get_vars = counted
+    hostvars = HostVars(inventory=inventory, variable_manager=variables, loader=loader)
+    views = host_views(hostvars, ["node1", "node2"])
+    entries = dict((host, host_input(views[host])) for host in views)
+    config, errors = slurm.settings({}, ["node1", "node2"], views)
+    assert sorted(str(host) for host in merges) == ["node1", "node2"], merges  # once per host, not once per reader
+    assert errors == [] and config["host_node"] == {"node1": "node1-slurm", "node2": "node2-slurm"}
+    for host, entry in entries.items():
+        assert entry["status"] == "audited" and entry["nccl_mode"] == "tcp"
+        assert entry["facts"]["pci"] == facts["pci"]  # the facts as held: a string that looks like a template stays
+    assert "fabric_slurm_drain" in views["node1"] and "fabric_audit_gather" in views["node1"]
+    assert "fabric_waivers" not in views["node1"] and views["node1"].get("fabric_waivers", "unset") == "unset"
