@@ -13,14 +13,20 @@ facts (fabric_facts_root) and writing its network files and nccl.conf below a fo
 --source DIR, the collection is built from another checkout (an older commit: git worktree add DIR COMMIT) to
 compare with.
 
+The controller's own CPU seconds are printed beside each wall time: on this bed the hosts' module runs share the
+CPUs with the controller, on a cluster each node has its own, and the controller's CPU is what grows with the fleet.
+With --facts dgx8, the module and the audit read the hand-written 8-GPU node's tree on every host (facts of about
+200 KB each, where a namespace host's own are about 6 KB).
+
 Run: .venv/bin/python benchmarks/audit_ssh_bench.py [--hosts 16 64 128] [--forks 16] [--no-probes] [--profile]
-     [--latency-only] [--site] [--source DIR] [--runs R]
+     [--latency-only] [--site] [--source DIR] [--runs R] [--facts dgx8]
 """
 
 import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -41,10 +47,17 @@ DURATION = 2  # seconds of each iperf3 measurement
 IDLE_PINGS, PING_INTERVAL = 10, 0.2  # the role's defaults: the idle pings before each measurement
 
 
-def timed(command, env):
+def timed(command, env, cpu=None):
+    """Wall seconds and the result of one run; with ``cpu`` (a list), the CPU seconds of the controller's side (the
+    ansible process, its workers and ssh clients: this process's waited-for children) are appended to it. The hosts'
+    sshd and module runs are not in them: on this bed they share the CPUs, on a cluster each node has its own."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if cpu is not None:
+        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if result.returncode != 0:
         said = [line for line in result.stdout.splitlines() if line.startswith(("fatal:", "ERROR", "[ERROR"))]
         print("  %s failed (%d):\n%s\n%s" % (
@@ -112,7 +125,7 @@ def bench_site(count, forks, collections, work, roots, profile=False):
         bed.down()
 
 
-def bench(count, forks, probes, collections, work, profile=False, latency_only=False, runs=3):
+def bench(count, forks, probes, collections, work, profile=False, latency_only=False, runs=3, facts_root=None):
     bed = NamespaceHosts(os.path.join(work, "bed%d" % count), count, prefix="gfsb", mgmt_octet=20, train_octet=21)
     start = time.perf_counter()
     bed.up()
@@ -121,6 +134,8 @@ def bench(count, forks, probes, collections, work, profile=False, latency_only=F
         group = {"fabric_networks": {"training": {"role": "training", "subnet": bed.train_subnet(), "mtu": 9000}},
                  "fabric_attachments": {"training": "eth1"}, "fabric_audit_fail_on": "never",
                  "fabric_report_dir": os.path.join(work, "report%d" % count), "fabric_probe_duration": DURATION}
+        if facts_root:  # each host reads a captured node's tree: facts of a real size (an 8-GPU node's: ~200 KB)
+            group["fabric_facts_root"] = facts_root
         inventory = bed.write_inventory(os.path.join(work, "inventory%d.yml" % count), group)
         bindir = os.path.dirname(sys.executable)
         env = ssh_env(collections, forks, profile)
@@ -130,21 +145,29 @@ def bench(count, forks, probes, collections, work, profile=False, latency_only=F
                     ("module", [ansible, "all", "-i", inventory, "-m", "gpuops.fabric.topology_facts"]),
                     ("audit", [os.path.join(bindir, "ansible-playbook"), "-i", inventory, "gpuops.fabric.audit"]))
         samples = dict((name, []) for name, _command in commands)
+        cpu = dict((name, []) for name, _command in commands)
         audit = None
         for _run in range(runs):  # interleaved: a machine that slows down slows each alike
             for name, command in commands:
-                elapsed, result = timed(command, env)
+                elapsed, result = timed(command, env, cpu[name])
                 samples[name].append(elapsed)
                 audit = result if name == "audit" else audit
         median = dict((name, sorted(times)[len(times) // 2]) for name, times in samples.items())
+        cpu_median = dict((name, sorted(times)[len(times) // 2]) for name, times in cpu.items())
         audit_s, setup_s = median["audit"], median["setup"]
-        trips = len(re.findall(r"^(?:ok|changed): \[%s\]" % re.escape(bed.names[0]), audit.stdout, re.M))
+        trips = len(re.findall(r"^(?:ok|changed): \[%s\]$" % re.escape(bed.names[0]), audit.stdout, re.M))
         line = ("%4d hosts, forks %d, pipelining, medians of %d interleaved runs: test bed up %.1f s; ansible -m ping "
                 "%.1f s; ansible -m setup %.1f s; ansible -m gpuops.fabric.topology_facts %.1f s; audit playbook %.1f "
                 "s (%d module round trip(s) per host). Ratios to ping: setup %.2f, module %.2f, audit %.2f; audit / "
                 "setup %.2f" % (count, forks, runs, up_s, median["ping"], setup_s, median["module"], audit_s, trips,
                                 setup_s / median["ping"], median["module"] / median["ping"],
                                 audit_s / median["ping"], audit_s / setup_s))
+        # the controller's own CPU (what grows with the fleet where each node has CPUs of its own)
+        line += ("\n      controller CPU: ping %.1f s, setup %.1f s, module %.1f s, audit %.1f s. Ratios to ping: setup "
+                 "%.2f, module %.2f, audit %.2f" % (cpu_median["ping"], cpu_median["setup"], cpu_median["module"],
+                                                    cpu_median["audit"], cpu_median["setup"] / cpu_median["ping"],
+                                                    cpu_median["module"] / cpu_median["ping"],
+                                                    cpu_median["audit"] / cpu_median["ping"]))
         if probes:
             for label, kinds in (("with latency under load", ["jumbo", "throughput", "latency"]),
                                  ("without", ["jumbo", "throughput"]))[:1 if latency_only else 2]:
@@ -181,6 +204,8 @@ def main():
     parser.add_argument("--site", action="store_true", help="site.yml, a new cluster and a repeat run")
     parser.add_argument("--source", default=REPO, help="the checkout to build the collection from")
     parser.add_argument("--runs", type=int, default=3, help="interleaved runs of ping, setup, the module and the audit")
+    parser.add_argument("--facts", choices=["dgx8"], help="the module and the audit read this capture on every host "
+                        "(fabric_facts_root) instead of the host's own sysfs: facts of a real node's size")
     args = parser.parse_args()
     work = tempfile.mkdtemp()
     try:
@@ -191,7 +216,7 @@ def main():
                 bench_site(count, args.forks, collections, work, roots, args.profile)
             else:
                 bench(count, args.forks, not args.no_probes, collections, work, args.profile, args.latency_only,
-                      args.runs)
+                      args.runs, roots[args.facts] if args.facts else None)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

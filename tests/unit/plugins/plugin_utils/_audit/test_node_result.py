@@ -278,3 +278,24 @@ def test_the_budget_of_an_aggregate(tmp_path):
     _docs, _sources, lines = node_result.collect([str(tmp_path)], ["a", "b"], NOW_TIME, budget=150)
     assert lines[0] == "%s: not a node result (a JSON object)" % (tmp_path / "a.json") or "schema" in lines[0]
     assert lines[1].startswith("%s: not read: the aggregate reads at most" % (tmp_path / "b.json")), lines
+
+
+def test_collect_leaves_the_cycle_collector_as_it_found_it(tmp_path):
+    """collect pauses Python's cycle collector while it reads (the reading grew faster than the documents with it on)
+    and gives it back as it was: on, off, or after a read that raised."""
+    import gc
+
+    hosts, when = ["node1"], node_result.parse_time("2026-12-06T00:00:00+00:00")
+    assert gc.isenabled()
+    node_result.collect([str(tmp_path)], hosts, when)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        node_result.collect([str(tmp_path)], hosts, when)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    (tmp_path / "node1.json").write_text("{}")
+    with pytest.raises(TypeError):  # a programming error inside: raised, and the collector on again
+        node_result.collect([str(tmp_path)], hosts, when, budget="not a number")
+    assert gc.isenabled()
