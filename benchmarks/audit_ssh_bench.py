@@ -16,7 +16,7 @@ compare with.
 The controller's own CPU seconds are printed beside each wall time: on this bed the hosts' module runs share the
 CPUs with the controller, on a cluster each node has its own, and the controller's CPU is what grows with the fleet.
 With --facts dgx8, the module and the audit read the hand-written 8-GPU node's tree on every host (facts of about
-200 KB each, where a namespace host's own are about 6 KB).
+190 KB each, where a namespace host's own are about 6 KB).
 
 Run: .venv/bin/python benchmarks/audit_ssh_bench.py [--hosts 16 64 128] [--forks 16] [--no-probes] [--profile]
      [--latency-only] [--site] [--source DIR] [--runs R] [--facts dgx8]
@@ -49,8 +49,9 @@ IDLE_PINGS, PING_INTERVAL = 10, 0.2  # the role's defaults: the idle pings befor
 
 def timed(command, env, cpu=None):
     """Wall seconds and the result of one run; with ``cpu`` (a list), the CPU seconds of the controller's side (the
-    ansible process, its workers and ssh clients: this process's waited-for children) are appended to it. The hosts'
-    sshd and module runs are not in them: on this bed they share the CPUs, on a cluster each node has its own."""
+    ansible process, its workers and the ssh clients they wait for: this process's waited-for children) are appended
+    to it. Not in them: the ssh ControlPersist masters (they detach and outlive the run) and the hosts' sshd and
+    module runs (on this bed they share the CPUs, on a cluster each node has its own)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
@@ -134,7 +135,7 @@ def bench(count, forks, probes, collections, work, profile=False, latency_only=F
         group = {"fabric_networks": {"training": {"role": "training", "subnet": bed.train_subnet(), "mtu": 9000}},
                  "fabric_attachments": {"training": "eth1"}, "fabric_audit_fail_on": "never",
                  "fabric_report_dir": os.path.join(work, "report%d" % count), "fabric_probe_duration": DURATION}
-        if facts_root:  # each host reads a captured node's tree: facts of a real size (an 8-GPU node's: ~200 KB)
+        if facts_root:  # each host reads a captured node's tree: facts of a real size (an 8-GPU node's: ~190 KB)
             group["fabric_facts_root"] = facts_root
         inventory = bed.write_inventory(os.path.join(work, "inventory%d.yml" % count), group)
         bindir = os.path.dirname(sys.executable)

@@ -10,7 +10,7 @@ from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import target_hosts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit import slurm
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.inputs import host_input, host_views
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.inputs import HostView, host_input
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.publish import REPORT_ARGS, ReportAction, utc_now
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import policy_warnings, run_audit, validate_inputs
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import is_true
@@ -37,11 +37,14 @@ class ActionModule(ReportAction):
         if args["validate_only"]:
             return self._preflight(result, args, task_vars, hosts, hostvars, today)
 
-        views = host_views(hostvars, hosts)  # each host's variables merged once, for the inputs and Slurm alike
-        inputs = dict((host, host_input(views[host], args["drift"])) for host in hosts)
+        inputs, own_slurm = {}, {}
+        for host in hosts:  # each host's variables merged once, for the inputs and Slurm alike, one host at a time
+            view = HostView(hostvars, host)
+            inputs[host] = host_input(view, args["drift"])
+            own_slurm[host] = slurm.host_settings(view)
 
         slurm_config, slurm_errors = (None, []) if args["drift"] else slurm.settings(
-            self._slurm_vars(task_vars), hosts, views)
+            self._slurm_vars(task_vars), hosts, own_slurm)
         report, errors = run_audit(inputs, today, utc_now().isoformat(), self._collection_version())
         errors = list(errors) + slurm_errors
         if errors:

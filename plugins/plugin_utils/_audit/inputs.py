@@ -102,6 +102,11 @@ def host_input(hostvars, drift=False):
         elif not isinstance(second, dict) or second.get("skipped"):
             entry["window_counters"], entry["window_error"] = None, (
                 "not read a second time (the host left the play before the second gather)")
+    elif (entry["window"] and "fabric_audit_gather" in hostvars and isinstance(facts, dict)
+          and isinstance(facts.get("counters"), dict) and second is None):
+        # audit.yml keeps the first reading's counters in its window play: a host that left the run before it (a probe
+        # failed on it) has its counters in the facts but not kept
+        entry["window_error"] = "not read a second time (the host left the play before the window's second reading)"
     return entry
 
 

@@ -19,6 +19,15 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values imp
 DEFAULT_MAX_PERCENT = 10
 # one value for the run (the pre-flight refuses two); fabric_slurm_drain and fabric_slurm_node_name are each host's own
 RUN_SETTINGS = ("fabric_slurm_host", "fabric_slurm_drain_max_percent", "fabric_slurm_conf")
+HOST_SETTINGS = ("fabric_slurm_drain", "fabric_slurm_node_name")  # what ``settings`` reads of each host
+
+
+def host_settings(own):
+    """The HOST_SETTINGS a host sets, from its variables (hostvars[host] or a view of it): what ``settings`` needs of
+    the host, without keeping the rest (its facts) alive."""
+    return dict((key, own[key]) for key in HOST_SETTINGS if key in own)
+
+
 _TRUE = ("true", "yes", "on", "1", "y", "t")
 _FALSE = ("false", "no", "off", "0", "n", "f", "")
 

@@ -84,7 +84,9 @@ def test_a_host_view_merges_each_host_once_and_templates_only_the_inventory(tmp_
     hostvars = HostVars(inventory=inventory, variable_manager=variables, loader=loader)
     views = host_views(hostvars, ["node1", "node2"])
     entries = dict((host, host_input(views[host])) for host in views)
-    config, errors = slurm.settings({}, ["node1", "node2"], views)
+    own = dict((host, slurm.host_settings(views[host])) for host in views)  # what validate keeps of each host
+    assert own["node1"] == {"fabric_slurm_drain": True, "fabric_slurm_node_name": "node1-slurm"}
+    config, errors = slurm.settings({}, ["node1", "node2"], own)
     assert sorted(str(host) for host in merges) == ["node1", "node2"], merges  # once per host, not once per reader
     assert errors == [] and config["host_node"] == {"node1": "node1-slurm", "node2": "node2-slurm"}
     for host, entry in entries.items():
@@ -92,3 +94,17 @@ def test_a_host_view_merges_each_host_once_and_templates_only_the_inventory(tmp_
         assert entry["facts"]["pci"] == facts["pci"]  # the facts as held: a string that looks like a template stays
     assert "fabric_slurm_drain" in views["node1"] and "fabric_audit_gather" in views["node1"]
     assert "fabric_waivers" not in views["node1"] and views["node1"].get("fabric_waivers", "unset") == "unset"
+
+
+def test_a_host_that_left_before_the_window_play_is_named_so():
+    """audit.yml keeps the first reading's counters in its window play; a host that left the run before it (a probe
+    failed on it) has counters in its facts, none kept and no second reading: named as having left, not as a
+    playbook that reads once."""
+    facts = {"schema_version": 1, "counters": {"net": {}}}
+    left = host_input({"ansible_facts": {"gpuops_fabric": facts}, "fabric_audit_gather": {"changed": False},
+                       "fabric_audit_window": 60})
+    assert left["window_counters"] is None and "left the play" in left["window_error"]
+    once = host_input({"ansible_facts": {"gpuops_fabric": facts}, "fabric_audit_window": 60})  # drift.yml: no gather
+    assert once["window_error"] is None
+    off = host_input({"ansible_facts": {"gpuops_fabric": facts}, "fabric_audit_gather": {"changed": False}})
+    assert off["window_error"] is None
