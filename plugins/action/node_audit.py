@@ -13,7 +13,7 @@ from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._files import write_atomic
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit import node_result, slurm
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.inputs import host_input, host_views
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.inputs import HostView, host_input
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.publish import REPORT_ARGS, ReportAction, utc_now
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.run import run_audit
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import default
@@ -59,8 +59,9 @@ class ActionModule(ReportAction):
         _textfile, textfile_error = self._textfile_dir(args, task_vars)
         if textfile_error:
             errors.append(textfile_error)
-        views = host_views(hostvars, [host])  # the node's variables merged once, for Slurm and the inputs alike
-        slurm_config, slurm_errors = slurm.settings(self._slurm_vars(task_vars), [host], views)
+        view = HostView(hostvars, host)  # the node's variables merged once, for Slurm and the inputs alike (as validate)
+        slurm_config, slurm_errors = slurm.settings(self._slurm_vars(task_vars), [host],
+                                                    {host: slurm.host_settings(view)})
         errors += slurm_errors
         if errors:
             raise AnsibleActionFail("node_audit: settings are invalid (nothing was read or written):\n"
@@ -70,7 +71,7 @@ class ActionModule(ReportAction):
             result.update(changed=False, msg="node_audit settings of %s are valid" % host)
             return result
         now = utc_now()
-        item = host_input(views[host])
+        item = host_input(view)
         if profile == "passive":  # one reading, no waiting: Slurm's HealthCheckProgram has 60 s
             item.update(window=None, window_counters=None)
         item["previous"] = node_result.previous_reading(os.path.join(state_dir, "report.json"), host, now)

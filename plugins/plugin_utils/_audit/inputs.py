@@ -69,11 +69,6 @@ class HostView(object):
         return key in self._source(key)
 
 
-def host_views(hostvars, hosts):
-    """host -> HostView, for each of ``hosts``."""
-    return dict((host, HostView(hostvars, host)) for host in hosts)
-
-
 def host_input(hostvars, drift=False):
     """One host's audit input from its hostvars: its facts, its policy variables, its status (audited, unreachable,
     failed), and -- for the drift playbook -- what the network and nccl roles would change."""

@@ -59,7 +59,7 @@ def test_a_host_view_merges_each_host_once_and_templates_only_the_inventory(tmp_
     from ansible.vars.manager import VariableManager
 
     from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit import slurm
-    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.inputs import host_views
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.inputs import HostView
 
     inventory_file = tmp_path / "hosts.yml"
     inventory_file.write_text("all:\n  hosts:\n    node1:\n    node2:\n  vars:\n"
@@ -82,7 +82,7 @@ def test_a_host_view_merges_each_host_once_and_templates_only_the_inventory(tmp_
 
     variables.get_vars = counted
     hostvars = HostVars(inventory=inventory, variable_manager=variables, loader=loader)
-    views = host_views(hostvars, ["node1", "node2"])
+    views = dict((host, HostView(hostvars, host)) for host in ("node1", "node2"))
     entries = dict((host, host_input(views[host])) for host in views)
     own = dict((host, slurm.host_settings(views[host])) for host in views)  # what validate keeps of each host
     assert own["node1"] == {"fabric_slurm_drain": True, "fabric_slurm_node_name": "node1-slurm"}
