@@ -158,10 +158,11 @@ ansible_facts:
       type: dict
       contains:
         schema_version:
-          description: Version of this fact layout; incremented on incompatible change.
+          description: Version of this fact layout; incremented on incompatible change (2 since paths name their
+            links by device).
           type: int
           returned: always
-          sample: 1
+          sample: 2
         source:
           description: Where the facts came from (V(sysfs), V(hwloc_xml), V(nccl_xml)).
           type: str
@@ -377,9 +378,11 @@ ansible_facts:
           description:
             - C(gpu_nic) (one entry per GPU and NIC PCI function) and C(gpu_gpu) (one per GPU pair), each with
               C(type) (V(PIX), V(PXB), V(PHB), V(NODE), V(SYS) or C(null) when locality is unknown),
-              C(common_bridge), C(links) (each link on the path with C(device), C(gbytes_per_s), C(generation),
-              C(width) and C(basis) V(current), V(hwloc) or V(max)), C(bottleneck_gbytes_per_s) and
-              C(bottleneck_device).
+              C(common_bridge), C(via) (the devices whose link is on the path, in order, from the GPU to the other
+              end), C(bottleneck_gbytes_per_s) and C(bottleneck_device).
+            - C(links) holds each link some path crosses, once, in address order, with C(device), C(gbytes_per_s),
+              C(speed_gts), C(generation), C(width) and C(basis) V(current), V(hwloc) or V(max). Facts of
+              C(schema_version) 1 held these in each path as C(links) instead of C(via).
             - C(nearest_nics) maps each GPU address to its closest NIC functions.
           type: dict
           returned: when paths is gathered

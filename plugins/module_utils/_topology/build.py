@@ -21,7 +21,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie impor
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.sysfs.kernel import DMABUF_KERNEL, parse_release
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def _vendor_name(vendor_id):
@@ -239,7 +239,7 @@ def _paths(topo, gpus, nic_functions):
             entry = {"gpu": a.address, "peer": b.address}
             entry.update(pci_path(topo, a.address, b.address, cache))
             gpu_gpu.append(entry)
-    return {"gpu_nic": gpu_nic, "gpu_gpu": gpu_gpu, "nearest_nics": nearest}
+    return {"gpu_nic": gpu_nic, "gpu_gpu": gpu_gpu, "nearest_nics": nearest, "links": cache.links()}
 
 
 def _gpu_fact(topo, index, dev, paths):

@@ -53,12 +53,19 @@ def _switch_id(topo, address):
 
 
 class PathCache:
-    """Ancestors and link-above per device, computed once for all pairs of one topology."""
+    """Ancestors and link-above per device, computed once for all pairs of one topology; ``used`` keeps the links
+    of the paths classified so far by device (a path names its links by device, each link's figures are kept once:
+    an 8-GPU node's paths name about 60 links some 500 times)."""
 
     def __init__(self, topo):
         self.topo = topo
         self._up = {}
         self._link = {}
+        self.used = {}
+
+    def links(self):
+        """The links on the paths classified so far, one per device, in address order (copies)."""
+        return [dict(link) for _device, link in sorted(self.used.items())]
 
     def up(self, address):
         if address not in self._up:
@@ -72,7 +79,8 @@ class PathCache:
 
 
 def pci_path(topo, a, b, cache=None):
-    """Path type (as ``nvidia-smi topo -m`` names it), links and bottleneck between two devices."""
+    """Path type (as ``nvidia-smi topo -m`` names it), the devices whose link is on it (``via``, from ``a`` up and
+    down to ``b``; their links' figures: ``cache.links()``) and the bottleneck between two devices."""
     cache = cache or PathCache(topo)
     up_a, up_b = cache.up(a), cache.up(b)
     in_b = set(up_b)
@@ -94,13 +102,14 @@ def pci_path(topo, a, b, cache=None):
             path_type = "NODE" if dev_a.numa_node == dev_b.numa_node else "SYS"
         else:
             path_type = None  # locality unknown: the firmware gave no NUMA node
-    links = [dict(link) for link in (cache.link(x) for x in on_path) if link is not None]
+    links = [link for link in (cache.link(x) for x in on_path) if link is not None]
+    cache.used.update((link["device"], link) for link in links)
     known = [link for link in links if link["gbytes_per_s"] is not None]
     narrowest = min(known, key=lambda link: link["gbytes_per_s"]) if known else None
     return {
         "type": path_type,
         "common_bridge": common if common not in (a, b) else None,
-        "links": links,
+        "via": [link["device"] for link in links],
         "bottleneck_gbytes_per_s": narrowest["gbytes_per_s"] if narrowest else None,
         "bottleneck_device": narrowest["device"] if narrowest else None,
     }

@@ -22,6 +22,8 @@ import json
 import os
 import stat
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.build import SCHEMA_VERSION as FACTS_SCHEMA_VERSION
+
 SCHEMA = "gpuops.fabric/node-result"
 SCHEMA_VERSION = 1
 STATUSES = ("audited", "unreachable", "failed")
@@ -165,6 +167,10 @@ def check(doc, now=None, max_age_s=None):
     facts = doc.get("facts")
     if doc["status"] == "audited" and not (isinstance(facts, dict) and facts):
         return "audited, but without facts"
+    if isinstance(facts, dict) and facts and facts.get("schema_version") != FACTS_SCHEMA_VERSION:
+        version = facts.get("schema_version")
+        return "facts of schema version %s, this collection reads %d" % (
+            version if isinstance(version, int) else _short(version), FACTS_SCHEMA_VERSION)
     for key in ("inputs", "observed", "outcomes", "tool", "producer"):
         if not isinstance(doc.get(key), dict):
             return "%s is not an object" % key

@@ -82,6 +82,16 @@ def _gpu_nic_path(facts, gpu, nic):
     return None
 
 
+def _path_links(facts, path):
+    """The links on a path, each a mapping with its ``device``: the facts' links named by the path's ``via`` (facts
+    schema 2), or the path's own ``links`` (schema 1: stored captures and fact caches written before)."""
+    if isinstance(path.get("via"), list):
+        paths = facts.get("paths") if isinstance(facts.get("paths"), dict) else {}
+        table = dict((r["device"], r) for r in _records(paths.get("links"), "device"))
+        return [table[d] for d in path["via"] if isinstance(d, str) and d in table]
+    return _records(path.get("links"), "device")
+
+
 def _gpu_names(gpus):
     """The GPUs of a rail as reports name them: their index where the facts have one, else their address."""
     return [str(g["index"]) if _int(g.get("index"), 0, 4096) is not None else str(g.get("address")) for g in gpus]
@@ -115,8 +125,8 @@ def _rail_gpu_side(facts, gpus, nic_address, notes, cpu_link=None, through_host=
         if through_host:
             figures += _upstream_figures(pci, gpu.get("address"))
         else:
-            for link in path.get("links") if isinstance(path.get("links"), list) else []:
-                if isinstance(link, dict) and link.get("device") not in (gpu.get("address"), nic_address):
+            for link in _path_links(facts, path):
+                if link.get("device") not in (gpu.get("address"), nic_address):
                     upstream = pcie_gbytes(_int(link.get("generation"), 1, 6), _int(link.get("width"), 1, 32))
                     if upstream is not None:
                         figures.append((upstream, "upstream link %s" % link.get("device")))

@@ -44,6 +44,28 @@ def test_path_types_across_the_tree(healthy):
     to_mgmt = one(gn, gpu="0000:15:00.0", nic="0000:01:00.0")
     assert to_mgmt["type"] == "NODE"
     assert (to_mgmt["bottleneck_device"], to_mgmt["bottleneck_gbytes_per_s"]) == ("0000:01:00.0", 7.877)
+    # up from the GPU through both switch levels to its root port's link, across to the X710's own link
+    assert to_mgmt["via"] == ["0000:15:00.0", "0000:13:00.0", "0000:11:00.0", "0000:01:00.0"]
+
+
+def test_paths_name_their_links_once(healthy):
+    """Each path names its links by device; each link's figures are in paths.links once (facts schema 2): every
+    device a path names is there, each path's bottleneck is the narrowest of its links, and no link is kept that no
+    path crosses."""
+    links = healthy["paths"]["links"]
+    table = dict((link["device"], link) for link in links)
+    assert [link["device"] for link in links] == sorted(table)
+    assert table["0000:01:00.0"] == {"device": "0000:01:00.0", "basis": "current", "speed_gts": 8.0, "generation": 3,
+                                     "width": 8, "gbytes_per_s": 7.877}
+    crossed = set()
+    for path in healthy["paths"]["gpu_nic"] + healthy["paths"]["gpu_gpu"]:
+        assert "links" not in path and all(device in table for device in path["via"])
+        crossed.update(path["via"])
+        narrowest = min(table[device]["gbytes_per_s"] for device in path["via"])
+        assert path["bottleneck_gbytes_per_s"] == narrowest
+        assert table[path["bottleneck_device"]]["gbytes_per_s"] == narrowest
+    assert crossed == set(table)
+    assert healthy["schema_version"] == 2
 
 
 def test_roce_gid_and_active_mtu(healthy):

@@ -123,6 +123,9 @@ def test_bad_node_results_are_named_and_the_rest_judged(inventory, tmp_path):
         "shapeless.json": (dict(good["a2"], findings=[{"id": "X"}]), "a finding has no severity"),
         "other-host.json": (dict(good["a2"], findings=[dict(good["b1"]["findings"][0])]), "names host 'b1', not a2"),
         "no-facts.json": (dict(good["a2"], facts=None), "audited, but without facts"),
+        # facts of schema 1 (before paths named their links by device): judged by nobody, named
+        "old-facts.json": (dict(good["a2"], facts=dict(good["a2"]["facts"], schema_version=1)),
+                           "facts of schema version 1, this collection reads 2"),
         "deep.json": ("[" * 100000 + "]" * 100000, "not JSON"),
         "list.json": ([1, 2], "not a node result"),
         "old-report.json": ({"summary": {}, "hosts": []}, "report.json without node results"),
@@ -219,7 +222,8 @@ def test_a_node_reads_its_last_result_as_its_baseline(inventory, tmp_path):
                        "a file without a result for b1")):
         path.write_text(text)
         assert why in node_result.previous_reading(str(path), "b1", NOW_TIME)["problem"], text[:80]
-    path.write_text(json.dumps(dict(next(n for n in report["nodes"] if n["host"] == "b1"), facts={"pci": []})))
+    path.write_text(json.dumps(dict(next(n for n in report["nodes"] if n["host"] == "b1"),
+                                    facts={"schema_version": 2, "pci": []})))
     assert node_result.previous_reading(str(path), "b1", NOW_TIME)["problem"] == "a result without counters (audited)"
 
 

@@ -15,7 +15,7 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective
     at_line_rate, at_size, nvlink_per_link, pcie_gbytes, predict, seconds, summary,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.node_shape import (
-    compute_capability, shape_from_facts,
+    _rail_gpu_side, compute_capability, shape_from_facts,
 )
 
 CORPUS = os.path.join(REALDATA, "nccl-tests-results")
@@ -388,6 +388,31 @@ def test_a_socket_interconnect_the_user_knows_replaces_nccls_figure():
     assert predict(shape)["limited_by"] == "socket interconnect (intel-skylake)"
     given = predict(dict(shape, cpu_link_gbytes_per_s=5.0))
     assert given["busbw_gbytes_per_s"] == 5.0 and given["limited_by"] == "socket interconnect (as given)"
+
+
+def test_a_link_between_a_gpu_and_its_nic_caps_the_rail_in_either_facts_schema(healthy):
+    """GPUDirect RDMA from GPU 0 to a NIC under the next switch (PXB) crosses the switch's upstream link 13:00.0: that
+    link, narrowed to x4, caps the GPU side. Facts of schema 2 name a path's links by device (paths.via, the figures
+    once in paths.links); facts of schema 1 (stored captures, fact caches) held them in each path: both read alike."""
+    facts = copy.deepcopy(healthy)
+    for link in facts["paths"]["links"]:
+        if link["device"] == "0000:13:00.0":
+            link["width"] = 4
+    gpu = next(g for g in facts["gpus"] if g["address"] == "0000:15:00.0")
+    notes = []
+    figure = _rail_gpu_side(facts, [gpu], "0000:1a:00.0", notes)
+    assert figure == (12.0, "upstream link 0000:13:00.0") and notes == []
+    table = dict((link["device"], link) for link in facts["paths"]["links"])
+    old = copy.deepcopy(facts)
+    for path in old["paths"]["gpu_nic"] + old["paths"]["gpu_gpu"]:
+        path["links"] = [dict(table[device]) for device in path.pop("via")]
+    del old["paths"]["links"]
+    assert _rail_gpu_side(old, [gpu], "0000:1a:00.0", []) == figure
+    # a path naming a device the links do not hold, or not as text: that link is not counted
+    facts["paths"]["links"] = [link for link in facts["paths"]["links"] if link["device"] != "0000:13:00.0"]
+    for path in facts["paths"]["gpu_nic"]:
+        path["via"] = path["via"] + [5]
+    assert _rail_gpu_side(facts, [gpu], "0000:1a:00.0", [])[1] != "upstream link 0000:13:00.0"
 
 
 def test_without_gpudirect_rdma_the_links_up_to_the_cpu_cap_a_rail(healthy):

@@ -74,8 +74,8 @@ def test_mi300x_nccl_topology(realdata):
     assert nearest == [["mlx5_%d" % i] for i in range(8)]
     assert {g["nearest_nics"][0]["type"] for g in gpus} == {"PXB"}
     assert one(facts["rdma"], name="mlx5_0")["ports"][0]["rate_gbps"] == 400.0
-    link_basis = one(facts["paths"]["gpu_nic"], gpu=gpus[0]["address"], nic="0000:07:00.0")["links"][0]["basis"]
-    assert link_basis == "max"
+    via = one(facts["paths"]["gpu_nic"], gpu=gpus[0]["address"], nic="0000:07:00.0")["via"]
+    assert via[0] == gpus[0]["address"] and one(facts["paths"]["links"], device=via[0])["basis"] == "max"
 
 
 def test_mi300a_one_nic_per_socket(realdata):
