@@ -16,7 +16,7 @@ compare with.
 The controller's own CPU seconds are printed beside each wall time: on this bed the hosts' module runs share the
 CPUs with the controller, on a cluster each node has its own, and the controller's CPU is what grows with the fleet.
 With --facts dgx8, the module and the audit read the hand-written 8-GPU node's tree on every host (facts of about
-190 KB each, where a namespace host's own are about 6 KB).
+130 KB each, 190 KB before facts schema 2; a namespace host's own are about 6 KB).
 
 Run: .venv/bin/python benchmarks/audit_ssh_bench.py [--hosts 16 64 128] [--forks 16] [--no-probes] [--profile]
      [--latency-only] [--site] [--source DIR] [--runs R] [--facts dgx8]
@@ -135,7 +135,7 @@ def bench(count, forks, probes, collections, work, profile=False, latency_only=F
         group = {"fabric_networks": {"training": {"role": "training", "subnet": bed.train_subnet(), "mtu": 9000}},
                  "fabric_attachments": {"training": "eth1"}, "fabric_audit_fail_on": "never",
                  "fabric_report_dir": os.path.join(work, "report%d" % count), "fabric_probe_duration": DURATION}
-        if facts_root:  # each host reads a captured node's tree: facts of a real size (an 8-GPU node's: ~190 KB)
+        if facts_root:  # each host reads a captured node's tree: facts of a real size (an 8-GPU node's: ~130 KB)
             group["fabric_facts_root"] = facts_root
         inventory = bed.write_inventory(os.path.join(work, "inventory%d.yml" % count), group)
         bindir = os.path.dirname(sys.executable)
