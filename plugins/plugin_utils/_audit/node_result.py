@@ -136,10 +136,10 @@ def _finding_problem(finding, host):
     return None
 
 
-def check(doc, now=None, max_age_s=None):
+def check(doc, now=None, max_age_s=None, facts_schema=True):
     """Why ``doc`` cannot be used as a node result, else None: another schema or version, a host that is no name, a
     time that is none, from the future (after ``now``, an aware datetime, by more than the clock's skew) or older
-    than ``max_age_s``, or a field not shaped as build() makes it."""
+    than ``max_age_s``, a field not shaped as build() makes it, or (``facts_schema``) facts of another schema."""
     if not isinstance(doc, dict):
         return "not a node result (a JSON object)"
     if doc.get("schema") != SCHEMA:
@@ -167,7 +167,7 @@ def check(doc, now=None, max_age_s=None):
     facts = doc.get("facts")
     if doc["status"] == "audited" and not (isinstance(facts, dict) and facts):
         return "audited, but without facts"
-    if isinstance(facts, dict) and facts and facts.get("schema_version") != FACTS_SCHEMA_VERSION:
+    if facts_schema and isinstance(facts, dict) and facts and facts.get("schema_version") != FACTS_SCHEMA_VERSION:
         version = facts.get("schema_version")
         return "facts of schema version %s, this collection reads %d" % (
             version if isinstance(version, int) else _short(version), FACTS_SCHEMA_VERSION)
@@ -395,8 +395,8 @@ def previous_reading(path, host, now):
     mine = [d for d in docs if isinstance(d, dict) and d.get("host") == host]
     if problem is None and not mine:
         problem = "a file without a result for %s" % host
-    if problem is None:
-        problem = check(mine[0], now)
+    if problem is None:  # only its counters are read: they are alike in facts of schema 1 and 2
+        problem = check(mine[0], now, facts_schema=False)
         problem = problem and "a result that cannot be used (%s)" % problem
     if problem is None:
         counters = mine[0]["facts"].get("counters") if isinstance(mine[0].get("facts"), dict) else None

@@ -222,8 +222,11 @@ def test_a_node_reads_its_last_result_as_its_baseline(inventory, tmp_path):
                        "a file without a result for b1")):
         path.write_text(text)
         assert why in node_result.previous_reading(str(path), "b1", NOW_TIME)["problem"], text[:80]
-    path.write_text(json.dumps(dict(next(n for n in report["nodes"] if n["host"] == "b1"),
-                                    facts={"schema_version": 2, "pci": []})))
+    # a node's result from before facts schema 2 (the collection upgraded between two runs): its counters are read
+    b1 = next(n for n in report["nodes"] if n["host"] == "b1")
+    path.write_text(json.dumps(dict(b1, facts=dict(b1["facts"], schema_version=1))))
+    assert node_result.previous_reading(str(path), "b1", NOW_TIME)["counters"] == {"b1": b1["facts"]["counters"]}
+    path.write_text(json.dumps(dict(b1, facts={"schema_version": 2, "pci": []})))
     assert node_result.previous_reading(str(path), "b1", NOW_TIME)["problem"] == "a result without counters (audited)"
 
 
