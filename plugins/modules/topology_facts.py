@@ -261,12 +261,15 @@ ansible_facts:
           returned: when nic is gathered
         rdma:
           description:
-            - RDMA devices under C(/sys/class/infiniband) with C(name), C(address), C(numa_node), C(netdevs) and
-              C(ports). Each port has C(port), C(state), C(rate), C(rate_gbps), C(link_layer) (V(InfiniBand) or
+            - RDMA devices under C(/sys/class/infiniband) with C(name), C(address), C(numa_node), C(netdevs),
+              C(software) and C(ports). C(software) is V(rxe) (Soft-RoCE) or V(siw) (soft iWARP) for a driver over a
+              netdev, with no PCI function (C(address) and C(numa_node) C(null), C(netdevs) the interface it runs
+              over), and C(null) for a device of its own. Each port has C(port), C(state), C(rate), C(rate_gbps), C(link_layer) (V(InfiniBand) or
               V(Ethernet)), C(active_mtu), C(netdev), C(gids), and C(roce_v2_gid_index) with C(roce_v2_ipv4), the
               RoCE v2 GID that carries the port's IPv4 address, the one NCCL_IB_GID_INDEX should name.
-            - C(active_mtu) is derived from the netdev MTU for RoCE ports (as the kernel does); sysfs does not
-              expose it for InfiniBand ports, where it is C(null).
+            - C(active_mtu) is derived from the netdev MTU for RoCE ports as the kernel does (a NIC's driver less
+              96 header bytes, Soft-RoCE less 80 and at least 256); sysfs does not expose it for InfiniBand ports or
+              soft iWARP, where it is C(null).
           type: list
           elements: dict
           returned: when rdma is gathered
@@ -290,7 +293,8 @@ ansible_facts:
         kernel_modules:
           description:
             - Whether each kernel module the checks care about is loaded (C(nvidia), C(nvidia_peermem),
-              C(nv_peer_mem), C(amdgpu), C(ib_core), C(mlx5_core), C(bonding), C(8021q)), from C(/sys/module).
+              C(nv_peer_mem), C(amdgpu), C(ib_core), C(mlx5_core), C(rdma_rxe), C(siw), C(bonding), C(8021q)), from
+              C(/sys/module).
             - C(null) when the source cannot tell (XML sources, captures without C(/sys/module)).
           type: dict
           returned: when rdma is gathered
@@ -335,7 +339,7 @@ ansible_facts:
               and for root ports the C(rootport_*) totals.
             - C(rdma), per C(device/port), the port's C(counters) and C(hw_counters) that say something about
               stability (C(link_downed), C(symbol_error), C(port_rcv_errors), C(out_of_sequence), C(np_cnp_sent),
-              ...).
+              ...; Soft-RoCE's C(out_of_seq_request), C(rcvd_seq_err), C(completer_retry_err), C(retry_exceeded_err)).
             - C(tcp), C(in_segs), C(out_segs), C(retrans_segs) and C(in_errs) of C(/proc/net/snmp).
             - C(roce_ecn), per physical port with an C(ecn) folder (mlx5), its DCQCN configuration. For
               C(notification_point) (C(ecn/roce_np), the CNPs it sends for ECN-marked packets) and

@@ -367,6 +367,7 @@ def _rdma_fact(topo, rdma):
         "address": rdma.pci_address,
         "numa_node": dev.numa_node if dev else None,
         "netdevs": list(rdma.netdevs),
+        "software": rdma.software,
         "ports": ports,
     }
 

@@ -19,7 +19,8 @@ VENDOR_INTEL = 0x8086
 
 
 # Kernel modules whose presence the checks need (GPUDirect RDMA, bonding, VLANs, drivers).
-RELEVANT_MODULES = ("nvidia", "nvidia_peermem", "nv_peer_mem", "amdgpu", "ib_core", "mlx5_core", "bonding", "8021q")
+RELEVANT_MODULES = ("nvidia", "nvidia_peermem", "nv_peer_mem", "amdgpu", "ib_core", "mlx5_core", "rdma_rxe", "siw",
+                    "bonding", "8021q")
 KIND_GPU = "gpu"
 KIND_ACCELERATOR = "accelerator"
 KIND_NIC = "nic"
@@ -147,6 +148,8 @@ class RdmaDevice:
     pci_address: Optional[str] = None
     netdevs: List[str] = field(default_factory=list)
     ports: List[RdmaPort] = field(default_factory=list)
+    # a driver over a netdev instead of a PCI function: "rxe" (Soft-RoCE) or "siw" (soft iWARP); None for hardware
+    software: Optional[str] = None
 
 
 @dataclass

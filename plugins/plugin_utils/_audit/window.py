@@ -27,7 +27,10 @@ DROP_SHARE = 0.001  # drops of at most 0.1% of the packets are noise (unknown pr
 DROPS_PER_HOUR = 60  # ... and so is less than one a minute (rx_packets leaves RoCE traffic out on RDMA NICs)
 RDMA_PORT_ERRORS = ("link_downed", "link_error_recovery", "symbol_error", "local_link_integrity_errors",
                     "port_rcv_errors", "port_rcv_remote_physical_errors", "excessive_buffer_overrun_errors")
-RDMA_TRANSPORT_ERRORS = ("out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "implied_nak_seq_err")
+# the transport's: a NIC's (mlx5 names), then Soft-RoCE's (rxe_hw_counters.c): a gap in the sequence seen by the
+# responder, a sequence NAK received, a retransmission begun, the retries used up (the queue pair failed)
+RDMA_TRANSPORT_ERRORS = ("out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "implied_nak_seq_err",
+                         "out_of_seq_request", "rcvd_seq_err", "completer_retry_err", "retry_exceeded_err")
 # How much each of them may grow per hour before STAB-004 names it (fabric_expectations.rdma_counters overrides):
 # symbol errors are the physical layer's bit errors, which a healthy link shows now and then (at the InfiniBand
 # specification's bit error rate of 10^-12, a 100 Gb/s port sees 360 per hour); above 120 per hour the link is

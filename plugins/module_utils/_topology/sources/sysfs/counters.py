@@ -34,7 +34,8 @@ AER_MAX_LINES = 64
 # A directory is listed (one read, for the types of all its files) when more of its files are wanted than this;
 # fewer are each looked at on their own (a stat: a missing one is one failed call)
 LIST_ABOVE = 4
-# /sys/class/infiniband/<dev>/ports/<n>/counters/ (the IB PortCounters) and hw_counters/ (mlx5, irdma, bnxt_re ...)
+# /sys/class/infiniband/<dev>/ports/<n>/counters/ (the IB PortCounters) and hw_counters/ (mlx5, irdma, bnxt_re ...;
+# Soft-RoCE has hw_counters only, its own names: rxe_hw_counters.c, link_downed among them)
 RDMA_COUNTERS = ("symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
                  "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
                  "port_xmit_constraint_errors", "port_rcv_constraint_errors", "local_link_integrity_errors",
@@ -43,7 +44,8 @@ RDMA_HW_COUNTERS = ("out_of_sequence", "packet_seq_err", "out_of_buffer", "local
                     "duplicate_request", "implied_nak_seq_err", "rnr_nak_retry_err", "req_cqe_error",
                     "resp_cqe_error", "rx_icrc_encapsulated", "np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored",
                     "np_ecn_marked_roce_packets", "roce_adp_retrans", "roce_slow_restart",
-                    "roce_slow_restart_cnps")
+                    "roce_slow_restart_cnps", "out_of_seq_request", "rcvd_seq_err", "completer_retry_err",
+                    "retry_exceeded_err", "link_downed")
 # /sys/class/net/<if>/ecn/ (mlx5: DCQCN per priority): roce_np, the notification point that answers ECN-marked
 # packets with CNPs, and roce_rp, the reaction point that slows down on CNPs; enable/<0..7> each 0 or 1
 ECN_POINTS = (("notification_point", "roce_np"), ("reaction_point", "roce_rp"))
@@ -217,8 +219,10 @@ class CountersMixin:
                     if legs:
                         counters["roce_lag"][port.netdev] = legs
                 directory = os.path.join(base, "ports", str(port.port))
-                values = self._counter_files(os.path.join(directory, "counters"), RDMA_COUNTERS)
-                values.update(self._counter_files(os.path.join(directory, "hw_counters"), RDMA_HW_COUNTERS))
+                values = self._counter_files(os.path.join(directory, "hw_counters"), RDMA_HW_COUNTERS)
+                # the port counters' own where both have one (link_downed: Soft-RoCE keeps it in hw_counters)
+                port_counters = self._counter_files(os.path.join(directory, "counters"), RDMA_COUNTERS)
+                values.update((k, v) for k, v in port_counters.items() if v is not None)
                 values = dict((k, v) for k, v in values.items() if v is not None)
                 if values:
                     counters["rdma"]["%s/%d" % (name, port.port)] = values

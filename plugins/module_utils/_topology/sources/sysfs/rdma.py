@@ -23,7 +23,14 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values imp
 # Bytes of RoCE v2 headers the kernel subtracts from the netdev MTU before picking
 # the IB MTU (GRH 40 + UDP 8 + BTH 12 + XRC ETH 4 + AtomicETH 28 + ICRC 4).
 ROCE_HEADER_BYTES = 96
+# Soft-RoCE's own (drivers/infiniband/sw/rxe/rxe_param.h RXE_MAX_HDR_LENGTH), and the MTU it falls back to when the
+# netdev's leaves less than 256 bytes (rxe_net.c rxe_set_mtu)
+RXE_HEADER_BYTES = 80
+RXE_MIN_MTU = 256
 IB_MTUS = (4096, 2048, 1024, 512, 256)
+# A device under /sys/devices/virtual/infiniband is a driver over a netdev; its node_type tells which: a channel
+# adapter is Soft-RoCE (rdma_rxe), an RDMA NIC is soft iWARP (siw)
+SOFTWARE_NODE_TYPES = {"1": "rxe", "4": "siw"}
 
 
 class RdmaMixin:
@@ -41,6 +48,12 @@ class RdmaMixin:
                 rdma.pci_address = parts[pci_index].lower()
                 rdma.netdevs = sorted(netdev.name for netdev in self.topo.netdevs.values()
                                       if netdev.pci_address == rdma.pci_address)
+            elif len(parts) >= 3 and parts[-2] == "infiniband" and parts[-3] == "virtual":
+                # no PCI function: the netdev is the one the driver names in its own attribute, parent
+                node_type = (self.read(os.path.join(target, "node_type"), quiet=True) or "").split(":")[0].strip()
+                rdma.software = SOFTWARE_NODE_TYPES.get(node_type, "unknown")
+                parent = self.read(os.path.join(target, "parent"), quiet=True)
+                rdma.netdevs = [parent] if parent in self.topo.netdevs else []
             ports_dir = os.path.join(target, "ports")
             for number, port_name in self._numbered(ports_dir, "port"):
                 rdma.ports.append(self._read_rdma_port(rdma, number, os.path.join(ports_dir, port_name)))
@@ -90,8 +103,8 @@ class RdmaMixin:
                 port.netdev = by_port[0].name
             elif len(candidates) == 1:
                 port.netdev = candidates[0].name
-        if port.link_layer == "Ethernet" and port.netdev in self.topo.netdevs:
-            port.active_mtu = roce_active_mtu(self.topo.netdevs[port.netdev].mtu)
+        if port.link_layer == "Ethernet" and port.netdev in self.topo.netdevs and rdma.software in (None, "rxe"):
+            port.active_mtu = roce_active_mtu(self.topo.netdevs[port.netdev].mtu, soft=rdma.software == "rxe")
         return port
 
     def _numbered(self, directory, what, names=None):
@@ -131,12 +144,13 @@ def ipv4_from_gid(gid):
     return "%d.%d.%d.%d" % (high >> 8, high & 0xFF, low >> 8, low & 0xFF)
 
 
-def roce_active_mtu(netdev_mtu):
-    """IB MTU a RoCE port runs at for a netdev MTU (the kernel's iboe_get_mtu)."""
+def roce_active_mtu(netdev_mtu, soft=False):
+    """IB MTU a RoCE port runs at for a netdev MTU: the kernel's iboe_get_mtu for a RoCE NIC, rxe_set_mtu for
+    Soft-RoCE (``soft``: fewer header bytes, and 256 where the netdev's MTU leaves less)."""
     if netdev_mtu is None:
         return None
-    payload = netdev_mtu - ROCE_HEADER_BYTES
+    payload = netdev_mtu - (RXE_HEADER_BYTES if soft else ROCE_HEADER_BYTES)
     for mtu in IB_MTUS:
         if payload >= mtu:
             return mtu
-    return None
+    return RXE_MIN_MTU if soft else None

@@ -177,7 +177,8 @@ def pcie_errors(ctx):
     increase), link_error_recovery (the link retrained), integrity errors and buffer overruns, receive errors; symbol
     errors (the physical layer's bit errors, which a healthy link shows now and then) above 120 per hour; and the
     transport's own (out_of_sequence, packet_seq_err, local_ack_timeout_err: lost packets retransmitted, on RoCE
-    usually a lossy fabric without PFC or ECN). Each stalls the RDMA traffic of every collective on that port. The
+    usually a lossy fabric without PFC or ECN; Soft-RoCE names them out_of_seq_request, rcvd_seq_err,
+    completer_retry_err and retry_exceeded_err). Each stalls the RDMA traffic of every collective on that port. The
     growth allowed per hour is fabric_expectations.rdma_counters (0 for all but symbol_error by default).""",
     """Physical-layer errors: the cable or transceiver and the switch port (mlxlink, the switch's port counters).
     Transport errors on RoCE: the lossless settings (PFC on the RoCE priority, ECN) along the whole path.""")
