@@ -19,7 +19,8 @@ description:
   - In C(tcp) mode C(NCCL_IB_DISABLE=1) and, for fast links, more socket threads (4 x 4 at 100 Gbit/s and above as
     NCCL's guide suggests for generic 100G networks, 2 x 2 from 25 Gbit/s or on a bond so flows hash over its legs).
   - In C(rdma) mode C(NCCL_IB_HCA) with the active ports nearest GPU 0, 1, ... in that order (ports nearest no GPU
-    are left out), C(NCCL_IB_GID_INDEX) of the RoCE v2 GID carrying the port's IPv4 address, and
+    are left out), C(NCCL_IB_GID_INDEX) of the RoCE v2 GID carrying the training interface's IPv4 address (a
+    port under VLANs has one per VLAN; else the port's own netdev's), and
     C(NCCL_NET_GDR_LEVEL) from the GPU to nearest-HCA path types (C(LOC) when no GPUDirect RDMA kernel module is
     loaded).
   - Any variable can be set or overridden with O(env); names NCCL does not document pass through with a warning.

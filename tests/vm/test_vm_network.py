@@ -19,6 +19,7 @@ import pytest
 import testbed
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.procfs import parse_proc_bonding
+from rdma_tools import expand_gid, ibv_devinfo
 from conftest import REPO
 
 VMCTL = os.path.join(REPO, "tests", "vm", "vmctl.sh")
@@ -595,3 +596,78 @@ def test_gpudirect_prerequisites_read_from_a_real_kernel(vms, ansible_env):
                          "direct_translated": "DirectTrans"}
                 assert dict((n, fact["acs"][n]) for n in names) == dict((n, acs[f]) for n, f in names.items())
         assert pci["0000:00:06.0"]["kind"] == "root_port" and pci["0000:00:06.0"]["pcie_control"]["readable"] is True
+
+
+def soft_roce_up(n, netdev="bond0"):
+    """Soft-RoCE on VM n over ``netdev``, as an administrator brings it up (once: again is a no-op). Over the bond,
+    not its VLAN: rdma_rxe refuses a VLAN ("rxe creation allowed on top of a real device only", EPERM); the VLANs'
+    addresses are GIDs of the bond's device, each naming its VLAN."""
+    vm(n, "modprobe rdma_rxe && (rdma link show rxe0/1 >/dev/null 2>&1 || rdma link add rxe0 type rxe netdev %s)"
+       % netdev)
+
+
+@pytest.mark.parametrize("vms", ["netplan"], indirect=True)  # one boot: the RDMA stack does not depend on the backend
+def test_soft_roce_read_live(vms, ansible_env):
+    """Soft-RoCE over the bond that carries the training VLAN, on a real kernel (issue 35): the facts read the rxe
+    device as the kernel serves it, and agree with `ibv_devinfo -v` (port state, active MTU, link layer, the GID
+    table), `rdma link show` (the netdev) and the GID files, field by field; the training address is a RoCE v2 GID
+    that names the VLAN."""
+    if vm(1, "test -e /sys/class/net/bond0.100", check=False).returncode != 0:
+        applied = playbook(ansible_env, vms["inventory"], "gpuops.fabric.network")
+        assert applied.returncode == 0, applied.stdout[-4000:]
+    for n in (1, 2):
+        soft_roce_up(n)
+    result = subprocess.run(["ansible", "-i", vms["inventory"], "vms", "-m", "gpuops.fabric.topology_facts",
+                             "-a", '{"gather_subset": ["nic", "rdma", "counters"]}'],
+                            env=dict(ansible_env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="oneline",
+                                     ANSIBLE_PIPELINING="1"),
+                            capture_output=True, text=True, timeout=300, cwd=REPO, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    hosts = {}
+    for line in result.stdout.splitlines():
+        name, _sep, answer = line.partition(" | SUCCESS => ")
+        if answer:
+            hosts[name] = json.loads(answer)["ansible_facts"]["gpuops_fabric"]
+    assert sorted(hosts) == ["vm1", "vm2"], result.stdout[-3000:]
+    for index, host in ((1, "vm1"), (2, "vm2")):
+        facts = hosts[host]
+        assert facts["kernel_modules"]["rdma_rxe"] is True and facts["kernel_modules"]["siw"] is False
+        (device,) = [d for d in facts["rdma"] if d["name"] == "rxe0"]
+        assert (device["software"], device["address"], device["numa_node"], device["netdevs"]) == (
+            "rxe", None, None, ["bond0"])
+        (port,) = device["ports"]
+        # rdma link show: "link rxe0/1 state ACTIVE physical_state LINK_UP netdev bond0"
+        link = vm(index, "rdma link show rxe0/1").stdout.split()
+        assert link[link.index("netdev") + 1] == port["netdev"] == "bond0", link
+        assert link[link.index("state") + 1] == port["state"] == "ACTIVE", link
+        said = ibv_devinfo(vm(index, "ibv_devinfo -v -d rxe0").stdout)["rxe0"][1]
+        assert said["state"] == "PORT_ACTIVE" and said["link_layer"] == port["link_layer"] == "Ethernet", said
+        mtu = int(vm(index, "cat /sys/class/net/bond0/mtu").stdout)
+        assert int(said["active_mtu"]) == port["active_mtu"] == 4096 and mtu == 9000, (said, port)
+        # the GID table: every entry ibv_devinfo lists, with its type, and nothing else
+        assert dict((g["index"], (g["gid"], g["type"])) for g in port["gids"]) == dict(
+            (i, (expand_gid(gid), kind)) for i, (gid, kind) in said["gids"].items()), (port["gids"], said["gids"])
+        for gid in port["gids"]:
+            on_disk = vm(index, "cat /sys/class/infiniband/rxe0/ports/1/gids/%d "
+                                "/sys/class/infiniband/rxe0/ports/1/gid_attrs/ndevs/%d" % (gid["index"], gid["index"]))
+            assert on_disk.stdout.split() == [gid["gid"], gid["netdev"]], (gid, on_disk.stdout)
+        # the training and storage VLANs' addresses, each a RoCE v2 GID naming its VLAN
+        for vlan, subnet in (("bond0.100", 4), ("bond0.200", 5)):
+            (entry,) = [g for g in port["gids"] if g["ipv4"] == "198.18.%d.%d" % (subnet, index)]
+            assert (entry["netdev"], entry["type"]) == (vlan, "RoCE v2"), port["gids"]
+        assert port["roce_v2_ipv4"] in ("198.18.4.%d" % index, "198.18.5.%d" % index)
+        assert facts["counters"]["roce_ports"]["rxe0/1"] == "bond0"
+        assert set(facts["counters"]["rdma"]["rxe0/1"]) >= {"out_of_seq_request", "rcvd_seq_err",
+                                                            "completer_retry_err", "retry_exceeded_err", "link_downed"}
+    # GPUOPS_RDMA_CAPTURE=DIR: what the unit tests' capture (tests/fixtures/realdata/soft-roce-vm) is made with
+    keep = os.environ.get("GPUOPS_RDMA_CAPTURE")
+    if keep:
+        with open(os.path.join(REPO, "tests", "vm", "capture_rdma.py")) as handle:
+            script = handle.read()
+        for index in (1, 2):
+            made = subprocess.run(["bash", VMCTL, "ssh", str(index), "python3 - /tmp/capture.tar.gz"], input=script,
+                                  capture_output=True, text=True, timeout=300, check=False)
+            assert made.returncode == 0, made.stderr
+            with open(os.path.join(keep, "vm%d.tar.gz" % index), "wb") as sink:
+                subprocess.run(["bash", VMCTL, "ssh", str(index), "cat /tmp/capture.tar.gz"], stdout=sink,
+                               timeout=120, check=True)

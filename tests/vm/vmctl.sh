@@ -19,15 +19,24 @@ case "$SLOT" in [0-7]) ;; *) echo "vmctl.sh: GPUOPS_TESTBED_SLOT=$SLOT: a slot 0
 ssh_port() { echo $((2220 + 10 * SLOT + $1)); }
 cable_port() { echo $((40400 + 10 * SLOT + $1)); }
 
-IMAGE_VERSION=8  # bump when the image recipe changes
+IMAGE_VERSION=10  # bump when the image recipe changes
 
 build() {
   if [ -f "$VM/base.img" ] && [ -f "$VM/id_ed25519" ] && [ "$(cat "$VM/image-version" 2>/dev/null)" = "$IMAGE_VERSION" ]; then
     return
   fi
   rm -rf "$VM/rootfs"
-  mmdebstrap --variant=minbase --include=systemd-sysv,udev,dbus,openssh-server,python3,iproute2,netplan.io,\
-linux-image-cloud-amd64,iputils-ping,ethtool,kmod,procps,network-manager,iperf3,lldpd,pciutils bookworm "$VM/rootfs" >"$VM/mmdebstrap.log" 2>&1
+  # The generic kernel, not the cloud one: only it has Soft-RoCE (rdma_rxe), with rdma-core, the verbs tools and
+  # perftest from Debian (issue 35)
+  # Its initrd holds only what finds the root disk (MODULES=list): under TCG a generic initrd of every storage driver
+  # takes seconds to unpack and probe.
+  mmdebstrap --variant=minbase \
+    --setup-hook='mkdir -p "$1/etc/initramfs-tools/conf.d" "$1/usr/share/initramfs-tools/modules.d"' \
+    --setup-hook='echo MODULES=list >"$1/etc/initramfs-tools/conf.d/gpuops-test.conf"' \
+    --setup-hook='printf "virtio_pci\nvirtio_blk\next4\n" >"$1/usr/share/initramfs-tools/modules.d/gpuops-test.conf"' \
+    --include=systemd-sysv,udev,dbus,openssh-server,python3,iproute2,netplan.io,\
+linux-image-amd64,iputils-ping,ethtool,kmod,procps,network-manager,iperf3,lldpd,pciutils,\
+rdma-core,ibverbs-providers,ibverbs-utils,perftest bookworm "$VM/rootfs" >"$VM/mmdebstrap.log" 2>&1
   [ -f "$VM/id_ed25519" ] || ssh-keygen -q -t ed25519 -N "" -f "$VM/id_ed25519"
   local r="$VM/rootfs"
   install -d -m 700 "$r/root/.ssh"

@@ -75,13 +75,24 @@ def _link_speed(facts, iface):
     return nic.get("speed_mbps"), legs
 
 
-def _hcas_by_closeness(facts, notes, warnings):
+def _training_gid(port, interface):
+    """The RoCE v2 GID index of the training interface's IPv4 address on ``port`` where the table has one (a port
+    whose netdev carries VLANs holds a GID per VLAN address, each naming its VLAN: on a live Soft-RoCE port over a bond
+    the training and storage VLANs were indexes 1 and 3), else the facts' choice (the port's own netdev's)."""
+    for gid in port.get("gids") or []:
+        if isinstance(gid, dict) and gid.get("type") == "RoCE v2" and gid.get("ipv4") and interface \
+                and gid.get("netdev") == interface and isinstance(gid.get("index"), int):
+            return gid["index"]
+    return port.get("roce_v2_gid_index")
+
+
+def _hcas_by_closeness(facts, notes, warnings, interface=None):
     """Active RDMA ports, those nearest each GPU first (GPU order), as (hca, port, link_layer, gid_index, path)."""
     active = []
     for dev in facts.get("rdma") or []:
         for port in dev.get("ports") or []:
             if port.get("state") == "ACTIVE":
-                active.append((dev["name"], port["port"], port.get("link_layer"), port.get("roce_v2_gid_index"),
+                active.append((dev["name"], port["port"], port.get("link_layer"), _training_gid(port, interface),
                                dev.get("numa_node")))
     by_name = dict(((a[0], a[1]), a) for a in active)
     ordered, paths = [], {}
@@ -143,7 +154,7 @@ def nccl_settings(facts, interface, mode="tcp", overrides=None, host="node", pla
             notes.append("socket threads: NCCL's defaults for a %s link" % ("%d Mbit/s" % speed if speed else
                                                                             "link of unknown speed"))
     else:
-        hcas, paths = _hcas_by_closeness(facts, notes, warnings)
+        hcas, paths = _hcas_by_closeness(facts, notes, warnings, interface)
         if not hcas:
             errors.append("%s: fabric_nccl_mode is rdma but the node has no active RDMA port (facts rdma: %s)"
                           % (host, ", ".join(d["name"] for d in facts.get("rdma") or []) or "none"))

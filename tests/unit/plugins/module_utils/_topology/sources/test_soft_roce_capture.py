@@ -1,0 +1,63 @@
+"""A live Soft-RoCE device as a real kernel served it (tests/fixtures/realdata/soft-roce-vm, PROVENANCE.md): rxe0
+over an 802.3ad bond carrying two VLANs, in a qemu VM of the test bed. The facts agree with what the RDMA tools
+printed in the same capture (tools/: ibv_devinfo -v, rdma link show, rdma statistic show), and NCCL is told the GID
+of the training VLAN's address, whichever VLAN trains."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.settings import nccl_settings
+from rdma_tools import expand_gid, ibv_devinfo
+
+
+@pytest.fixture(scope="module")
+def capture(roots):
+    root = roots["soft-roce-vm"]
+
+    def tool(name):
+        with open(os.path.join(root, "tools", name)) as handle:
+            return handle.read()
+    return {"facts": gather(root=root), "tool": tool}
+
+
+def test_the_facts_agree_with_the_tools(capture):
+    facts = capture["facts"]
+    assert facts["warnings"] == []
+    assert facts["kernel_modules"]["rdma_rxe"] is True and facts["kernel_modules"]["siw"] is False
+    (device,) = facts["rdma"]
+    assert (device["name"], device["software"], device["address"]) == ("rxe0", "rxe", None)
+    assert device["netdevs"] == ["bond0"]
+    (port,) = device["ports"]
+    said = ibv_devinfo(capture["tool"]("ibv_devinfo-v.txt"))["rxe0"][1]
+    assert (said["state"], said["link_layer"], int(said["active_mtu"])) == ("PORT_ACTIVE", "Ethernet", 4096)
+    assert (port["state"], port["link_layer"], port["active_mtu"]) == ("ACTIVE", "Ethernet", 4096)
+    assert dict((g["index"], (g["gid"], g["type"])) for g in port["gids"]) == dict(
+        (i, (expand_gid(gid), kind)) for i, (gid, kind) in said["gids"].items())
+    link = capture["tool"]("rdma-link-show.txt").split()
+    assert link[link.index("netdev") + 1] == port["netdev"] == "bond0"
+    # each VLAN's address is a RoCE v2 GID of the bond's device, naming its VLAN
+    assert [(g["index"], g["netdev"], g["ipv4"]) for g in port["gids"] if g["ipv4"]] == [
+        (1, "bond0.100", "198.18.4.1"), (3, "bond0.200", "198.18.5.1")]
+
+
+def test_the_counters_agree_with_rdma_statistic(capture):
+    words = capture["tool"]("rdma-statistic-show.txt").split()
+    assert words[:2] == ["link", "rxe0/1"]
+    kernel = dict((words[i], int(words[i + 1])) for i in range(2, len(words) - 1, 2))
+    read = capture["facts"]["counters"]["rdma"]["rxe0/1"]
+    assert read and all(kernel[name] == value for name, value in read.items())
+    assert set(read) == {"duplicate_request", "out_of_seq_request", "rcvd_seq_err", "completer_retry_err",
+                         "retry_exceeded_err", "link_downed"}
+
+
+@pytest.mark.parametrize("interface, index", [("bond0.100", 1), ("bond0.200", 3)])
+def test_nccl_is_told_the_gid_of_the_training_vlan(capture, interface, index):
+    settings, _notes, _warnings, errors = nccl_settings(capture["facts"], interface, mode="rdma")
+    assert errors == []
+    assert dict(settings)["NCCL_IB_HCA"] == "=rxe0:1" and dict(settings)["NCCL_IB_GID_INDEX"] == str(index)
