@@ -29,7 +29,8 @@ build() {
   # The generic kernel, not the cloud one: only it has Soft-RoCE (rdma_rxe), with rdma-core, the verbs tools and
   # perftest from Debian (issue 35)
   # Its initrd holds only what finds the root disk (MODULES=list): under TCG a generic initrd of every storage driver
-  # takes seconds to unpack and probe.
+  # takes seconds to unpack and probe. The hooks' $1 is mmdebstrap's (the root it builds), not this script's.
+  # shellcheck disable=SC2016
   mmdebstrap --variant=minbase \
     --setup-hook='mkdir -p "$1/etc/initramfs-tools/conf.d" "$1/usr/share/initramfs-tools/modules.d"' \
     --setup-hook='echo MODULES=list >"$1/etc/initramfs-tools/conf.d/gpuops-test.conf"' \
