@@ -1,0 +1,146 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpuops.fabric contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+#
+# Private to the gpuops.fabric collection: the API may change without notice.
+"""perftest's RDMA probes (ib_write_bw, ib_write_lat): their text reports parsed, whatever version printed them.
+
+A report is a block of "Name : value" settings (two to a line in some versions, separated by tabs), the two ends'
+addresses, and a table: a header line that starts with ``#bytes`` whose column names are separated by blanks (some
+names hold one: "BW peak[Gb/sec]", "99% percentile[usec]"), then one row of numbers per message
+size. Bandwidth is in MB/sec or MiB/sec (both 2^20 bytes) unless --report_gbits printed Gb/sec (10^9 bits); both
+are returned in Gbit/s. A run by duration (-D) prints a latency table of four columns (no percentiles) and a
+bandwidth peak of 0.00, returned as None (not measured). The output is read bounded: at most MAX_OUTPUT characters,
+each line cut at MAX_LINE, at most MAX_ROWS rows; a line that is not what its place expects is skipped, never a
+reason to fail."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
+
+MAX_OUTPUT = 256 * 1024  # characters of a report looked at
+MAX_LINE = 1000
+MAX_ROWS = 64  # -a prints 23 sizes (2 B to 8 MiB)
+MIB_GBITS = 2 ** 20 * 8 / 1e9  # one perftest MB/sec in Gbit/s
+
+# column header (units stripped, lower case) -> key
+_COLUMNS = {
+    "#bytes": "bytes", "#iterations": "iterations",
+    "bw peak": "bw_peak_gbps", "bw average": "bw_average_gbps", "msgrate": "msg_rate_mpps",
+    "t_min": "t_min_us", "t_max": "t_max_us", "t_typical": "t_typical_us", "t_avg": "t_avg_us",
+    "t_stdev": "t_stdev_us", "99% percentile": "p99_us", "99.9% percentile": "p999_us",
+    "tps average": "tps_average",  # -D latency: 4 columns
+}
+BW_KEYS = ("bytes", "iterations", "bw_peak_gbps", "bw_average_gbps", "msg_rate_mpps")
+LAT_KEYS = ("bytes", "iterations", "t_min_us", "t_max_us", "t_typical_us", "t_avg_us", "t_stdev_us", "p99_us",
+            "p999_us", "tps_average")
+# "Name : value" settings of the report's head, as keys
+_SETTINGS = {"device": "device", "link type": "link_type", "gid index": "gid_index", "mtu": "mtu",
+             "transport type": "transport", "connection type": "connection", "number of qps": "qps",
+             "data ex. method": "exchange"}
+# "Name : value", two to a line after a tab or (in a copy that expanded the tabs) a run of blanks
+_NAME = r"[A-Za-z][A-Za-z0-9.*_/-]*(?: [A-Za-z0-9.*_/-]+)*"
+_SETTING = re.compile(r"(%s)\s*:[ \t]*(\S.*?)(?=\s{2,}%s\s*:|\t|$)" % (_NAME, _NAME))
+# a header's column names: "#bytes #iterations" are one blank apart, "BW peak[Gb/sec]" holds one
+_HEADER = re.compile(r"BW \w+\[[^\]]*\]|[\d.]+% percentile\[[^\]]*\]|tps average|\S+")
+_UNIT = re.compile(r"\[([^\]]*)\]\s*$")
+# lines perftest (or the loader) prints when something went wrong; kept as the report's error
+_ERROR = re.compile(r"(?i)\b(couldn'?t|could not|unable|failed|failure|error|cannot|can't|not supported|"
+                    r"no such|invalid|timeout|timed out|mismatch|refused)\b")
+_WARNING = re.compile(r"(?i)^\s*(?:[\w.-]+:\s*)?warning\b|^\s*conflicting cpu frequency")
+
+
+def _lines(text):
+    if not isinstance(text, str):
+        text = (text or b"").decode("utf-8", "replace") if isinstance(text, bytes) else ""
+    for line in text[:MAX_OUTPUT].replace("\r", "\n").split("\n"):
+        yield line[:MAX_LINE]
+
+
+def _column(name):
+    """(key, unit) of a table header's column, or (None, unit) for one this parser does not know."""
+    unit = _UNIT.search(name)
+    bare = _UNIT.sub("", name).strip().lower()
+    return _COLUMNS.get(bare), (unit.group(1).strip().lower() if unit else None)
+
+
+def _number(text):
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return finite(value)
+
+
+def _row(columns, fields):
+    """A table row as {key: number}: None where the row is not one (a field is not a number, or the count differs)."""
+    if len(fields) != len(columns):
+        return None
+    row = {}
+    for (key, unit), field in zip(columns, fields):
+        value = _number(field)
+        if value is None:
+            return None
+        if key is None:
+            continue
+        if key.startswith("bw_"):
+            if unit in ("mb/sec", "mib/sec"):
+                value *= MIB_GBITS
+            elif unit != "gb/sec":
+                return None  # a unit this parser does not know: no figure rather than a wrong one
+            value = round(value, 4)
+        elif key in ("bytes", "iterations"):
+            if value < 0 or value != int(value):
+                return None
+            value = int(value)
+        row[key] = value
+    if row.get("bw_peak_gbps") == 0 and row.get("bw_average_gbps"):
+        row["bw_peak_gbps"] = None  # -D (and many iterations) prints 0.00: the peak was not measured
+    return row
+
+
+def parse_perftest(text):
+    """{"test", "settings", "rows", "errors", "warnings"} from a perftest report (client or server side).
+
+    ``test`` is perftest's own title ("RDMA_Write BW Test"), ``settings`` the head's known settings (device,
+    link_type, gid_index, mtu, transport, connection, qps, exchange: as printed, gid_index and qps as numbers),
+    ``rows`` the table (BW_KEYS or LAT_KEYS, numbers; bandwidth in Gbit/s, times in microseconds), ``errors`` and
+    ``warnings`` the lines that say something went wrong or may be off (at most 20 each)."""
+    result = {"test": None, "settings": {}, "rows": [], "errors": [], "warnings": []}
+    columns = None
+    for line in _lines(text):
+        stripped = line.strip()
+        if not stripped or set(stripped) <= set("-"):
+            continue
+        if stripped.startswith("#bytes"):
+            columns = [_column(name) for name in _HEADER.findall(stripped)]
+            continue
+        if columns is not None and stripped[0].isdigit():
+            row = _row(columns, stripped.split())
+            if row is not None and len(result["rows"]) < MAX_ROWS:
+                result["rows"].append(row)
+                continue
+        if result["test"] is None and stripped.endswith(" Test") and ":" not in stripped and len(stripped) < 80:
+            result["test"] = stripped
+            continue
+        matched = False
+        for setting in _SETTING.finditer(line):
+            name = setting.group(1).lower()
+            if name in _SETTINGS:
+                key, value = _SETTINGS[name], setting.group(2).strip()
+                if key in ("gid_index", "qps"):
+                    value = int(value) if value.isdigit() else None
+                result["settings"].setdefault(key, value)
+                matched = True
+        if matched:
+            continue
+        if _WARNING.match(stripped):
+            if len(result["warnings"]) < 20:
+                result["warnings"].append(stripped)
+        elif _ERROR.search(stripped) and len(result["errors"]) < 20:
+            result["errors"].append(stripped)
+    return result

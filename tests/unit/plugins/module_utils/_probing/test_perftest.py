@@ -1,0 +1,157 @@
+"""perftest's reports (ib_write_bw, ib_write_lat) parsed as users posted them (tests/fixtures/realdata/perftest-public,
+see PROVENANCE.md there: Soft-RoCE, RoCE on ConnectX-5, InfiniBand HDR and NDR, mlx4 QDR, old and new releases,
+failures) and as the test VMs' Soft-RoCE printed them (tests/fixtures/realdata/soft-roce-vm/perftest); bad input of
+every shape costs bounded time and never raises."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+import time
+
+import pytest
+
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.perftest import (
+    BW_KEYS, LAT_KEYS, MAX_ROWS, MIB_GBITS, parse_perftest,
+)
+
+from conftest import REALDATA
+
+PUBLIC = os.path.join(REALDATA, "perftest-public")
+VMS = os.path.join(REALDATA, "soft-roce-vm", "perftest")
+
+
+def read(name, folder=PUBLIC):
+    with open(os.path.join(folder, name), "rb") as handle:
+        return handle.read().decode("utf-8", "replace")
+
+
+def reports():
+    return sorted(n for n in os.listdir(PUBLIC) if n.endswith(".txt"))
+
+
+# A table row as a reader sees it: a line of numbers only, at least four of them (perftest's rows; the GID and
+# address lines hold letters or colons).
+ROW = re.compile(r"^\s*\d+(?:\s+[\d.]+){3,}\s*$")
+
+
+@pytest.mark.parametrize("name", reports())
+def test_every_posted_report_parses_and_keeps_each_row(name):
+    text = read(name)
+    parsed = parse_perftest(text)
+    assert len(parsed["rows"]) == len([line for line in text.splitlines() if ROW.match(line)]), parsed
+    keys = LAT_KEYS if "Latency" in (parsed["test"] or "") else BW_KEYS
+    for row in parsed["rows"]:
+        assert set(row) <= set(keys) and isinstance(row["bytes"], int) and row["iterations"] > 0, row
+    if "Test" in text:
+        assert parsed["test"].startswith("RDMA_Write") and parsed["settings"]["device"], parsed
+    else:  # a failure, or a server that was never reached (its banner only)
+        assert parsed["rows"] == [] and (parsed["errors"] or "Waiting for client" in text), parsed
+
+
+def test_soft_roce_report_as_posted():
+    """A Soft-RoCE pair on Ubuntu VMs (--report_gbits, -n 5 -s 3000): settings and the one row as printed."""
+    client = parse_perftest(read("ib_write_bw-softroce-rxe-gbits-n5-client.txt"))
+    assert client["test"] == "RDMA_Write BW Test"
+    assert client["settings"] == {"device": "rxe0", "qps": 1, "transport": "IB", "connection": "RC", "mtu": "1024[B]",
+                                  "link_type": "Ethernet", "gid_index": 1, "exchange": "Ethernet"}
+    assert client["rows"] == [{"bytes": 3000, "iterations": 5, "bw_peak_gbps": 0.0844, "bw_average_gbps": 0.0844,
+                               "msg_rate_mpps": 0.003516}]
+    assert client["errors"] == [] and client["warnings"] == []
+
+
+def test_the_test_vms_soft_roce_as_printed():
+    """The test bed's own pair (perftest 4.5+0.17, Soft-RoCE over the bond under TCG): -D 5 prints a peak of 0.00
+    (not measured: None), the average as printed; the latency table's percentiles; both sides name the device and
+    the training VLAN's GID index."""
+    bw = parse_perftest(read("ib_write_bw-client.txt", VMS))
+    assert bw["settings"] == {"device": "rxe0", "qps": 1, "transport": "IB", "connection": "RC", "mtu": "4096[B]",
+                              "link_type": "Ethernet", "gid_index": 1, "exchange": "Ethernet"}
+    assert bw["rows"] == [{"bytes": 65536, "iterations": 779, "bw_peak_gbps": None, "bw_average_gbps": 0.14,
+                           "msg_rate_mpps": 0.000258}]
+    assert parse_perftest(read("ib_write_bw-server.txt", VMS))["rows"] == bw["rows"]
+    lat = parse_perftest(read("ib_write_lat-client.txt", VMS))
+    assert lat["rows"] == [{"bytes": 2, "iterations": 200, "t_min_us": 200.83, "t_max_us": 22361.24,
+                            "t_typical_us": 280.09, "t_avg_us": 430.88, "t_stdev_us": 514.04, "p99_us": 5266.85,
+                            "p999_us": 22361.24}]
+    assert lat["errors"] == bw["errors"] == [] and lat["settings"]["gid_index"] == 1
+    # a -D run elsewhere: the peak not measured there either, the average kept
+    posted = parse_perftest(read("ib_write_bw-roce-rdmacm-duration-D300-mofed4.4-client.txt"))
+    assert posted["rows"][0]["bw_peak_gbps"] is None and posted["rows"][0]["bw_average_gbps"] > 80
+
+
+def test_mib_per_second_is_converted_to_gbits():
+    """OFED 24.07 prints MiB/sec, older releases MB/sec: both are 2^20 bytes (4020.54 MiB/s is 33.73 Gbit/s)."""
+    parsed = parse_perftest(read("ib_write_bw-ib-loopback-run_perftest_loopback-ofed24.07-interleaved.txt"))
+    assert parsed["rows"][0]["bw_average_gbps"] == round(4020.54 * MIB_GBITS, 4) == 33.7267
+    old = parse_perftest(read("ib_write_bw-roce-rdmacm-mofed4.4-cx5-client.txt"))
+    assert " #bytes     #iterations    BW peak[MB/sec]" in read("ib_write_bw-roce-rdmacm-mofed4.4-cx5-client.txt")
+    assert 90 < old["rows"][0]["bw_average_gbps"] < 100  # a 100G ConnectX-5 over RoCE
+    ndr = parse_perftest(read("ib_write_bw-ib-ndr-cx7-doca3.3-gbits-client.txt"))
+    assert ndr["rows"][0]["bw_average_gbps"] == 392.34  # Gb/sec: as printed
+
+
+def test_latency_columns_old_and_new():
+    rxe = parse_perftest(read("ib_write_lat-softroce-rxe-n5-client.txt"))
+    assert rxe["test"] == "RDMA_Write Latency Test"
+    assert rxe["rows"] == [{"bytes": 64, "iterations": 5, "t_min_us": 175.75, "t_max_us": 210.59,
+                            "t_typical_us": 191.96, "t_avg_us": 191.96, "t_stdev_us": 16.0, "p99_us": 210.59,
+                            "p999_us": 210.59}]
+    # -D: four columns, no percentiles; the CPU frequency lines between header and row are warnings
+    duration = parse_perftest(read("ib_write_lat-roce-rdmacm-duration-D300-mofed4.4-client.txt"))
+    assert duration["rows"] == [{"bytes": 2, "iterations": 58732912, "t_avg_us": 1.28, "tps_average": 391518.7}]
+    assert len(duration["warnings"]) == 2 and duration["errors"] == []
+    sizes = parse_perftest(read("ib_write_lat-ib-hdr-cx6-all-sizes-cpufreq-warnings-client.txt"))
+    assert [r["bytes"] for r in sizes["rows"]] == [2 ** k for k in range(1, 24)]
+
+
+def test_failures_are_errors_with_no_rows():
+    refused = parse_perftest(read("ib_write_bw-couldnt-connect-18515-client.txt"))
+    assert refused["rows"] == [] and refused["errors"][0] == "Couldn't connect to 192.168.125.211:18515"
+    rtr = parse_perftest(read("ib_write_bw-roce-gid0-zero-gid-failed-modify-qp-rtr-client.txt"))
+    assert rtr["settings"]["gid_index"] == 0 and rtr["rows"] == []
+    assert rtr["errors"] == ["Failed to modify QP 218 to RTR", "Unable to Connect the HCA's through the link"]
+    keys = parse_perftest(read("ib_write_bw-rdmacm-R-x722-ethernet_read_keys-server.txt"))
+    assert keys["errors"][0] == "ethernet_read_keys: Couldn't read remote address"
+    waiting = parse_perftest(read("ib_write_bw-roce-gid0-zero-gid-server-waiting-banner-only.txt"))
+    assert waiting["rows"] == [] and waiting["errors"] == [] and waiting["test"] is None
+
+
+def test_library_warnings_are_not_errors():
+    parsed = parse_perftest(read("ib_write_bw-roce-libibverbs-warnings-server-excerpt-truncated.txt"))
+    assert parsed["errors"] == [] and all(w.startswith("libibverbs: Warning") for w in parsed["warnings"])
+
+
+HEADER = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+
+
+@pytest.mark.parametrize("text", [
+    "", None, b"\xff\xfe\x00", 42, "#bytes\n1 2 3\n", HEADER, HEADER + " 65536 5000 nan 1.0 0.1\n",
+    HEADER + " 65536 5000 inf 1.0 0.1\n", HEADER + " 65536 5000 1.0 1.0\n", HEADER + " -5 5000 1.0 1.0 0.1\n",
+    HEADER.replace("Gb/sec", "KB/sec") + " 65536 5000 1.0 1.0 0.1\n", " GID index : x\n Mtu : \n : \n",
+    "\x00" * 5000, "Device : " + "a" * 100000,
+])
+def test_bad_reports_give_no_figures(text):
+    parsed = parse_perftest(text)
+    assert parsed["rows"] == [] and set(parsed) == {"test", "settings", "rows", "errors", "warnings"}
+    assert all(len(v) <= 1000 for v in parsed["settings"].values() if isinstance(v, str))
+
+
+def test_output_without_end_is_bounded():
+    """Ten megabytes with no line end, a million rows, a million error lines: bounded in time, rows and lines kept."""
+    for text in ("9" * (10 << 20), HEADER + " 65536 5000 1.0 1.0 0.1\n" * 1000000,
+                 "Couldn't connect to x\n" * 1000000):
+        began = time.monotonic()
+        parsed = parse_perftest(text)
+        assert time.monotonic() - began < 5
+        assert len(parsed["rows"]) <= MAX_ROWS and len(parsed["errors"]) <= 20
+
+
+@pytest.mark.parametrize("name", reports())
+def test_truncated_anywhere_never_raises(name):
+    text = read(name)
+    for cut in range(0, len(text), max(1, len(text) // 60)):
+        parsed = parse_perftest(text[:cut])
+        assert all(set(row) >= {"bytes", "iterations"} for row in parsed["rows"])
