@@ -7,7 +7,9 @@ partner; a don't-fragment ping of 8972 bytes crosses each VLAN; a second run and
 nothing; the files gathered back into the intent and used as the inventory change nothing; a hand edit is
 reported by the drift playbook and gone after the role runs again; the audit's bond rules pass on the live
 facts; a change that cuts the controller off is refused, then, allowed, rolled back by the node (with
-NetworkManager: by its own checkpoint first, then the files).
+NetworkManager: by its own checkpoint first, then the files). Soft-RoCE (rdma_rxe) over the bond, on the netplan
+nodes: the facts against the verbs tools, the nccl role's rdma mode against the kernel's GID table and its drift
+when the training address moves, and the RDMA transport counters with and without loss on the link (issue 35).
 """
 
 import json
@@ -542,20 +544,9 @@ def test_gpudirect_prerequisites_read_from_a_real_kernel(vms, ansible_env):
     release, IOMMU groups and their domain types (vm2 boots with an emulated Intel IOMMU and intel_iommu=on, vm1
     without one), and config space read as root (a PCI Express root port's capabilities against lspci; the
     conventional virtio NICs have none)."""
-    result = subprocess.run(["ansible", "-i", vms["inventory"], "vms", "-m", "gpuops.fabric.topology_facts",
-                             "-a", '{"gather_subset": ["pci", "rdma"]}'],
-                            env=dict(ansible_env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="oneline",
-                                     ANSIBLE_PIPELINING="1"),
-                            capture_output=True, text=True, timeout=300, cwd=REPO, check=False)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    hosts = {}
-    for line in result.stdout.splitlines():  # oneline: "vm1 | SUCCESS => {...}"
-        name, _sep, answer = line.partition(" | SUCCESS => ")
-        if answer:
-            hosts[name] = json.loads(answer)
-    assert sorted(hosts) == ["vm1", "vm2"], result.stdout[-3000:]
+    hosts = live_facts(vms, ansible_env, ["pci", "rdma"])
     for index, host in ((1, "vm1"), (2, "vm2")):
-        facts = hosts[host]["ansible_facts"]["gpuops_fabric"]
+        facts = hosts[host]
         gdr, pci = facts["gpudirect"], dict((d["address"], d) for d in facts["pci"])
         assert gdr["kernel_release"] == vm(index, "uname -r").stdout.strip()
         assert gdr["dmabuf"]["kernel"] is True and gdr["nvidia_driver"] is None and gdr["dmabuf"]["possible"] is None
@@ -598,6 +589,23 @@ def test_gpudirect_prerequisites_read_from_a_real_kernel(vms, ansible_env):
         assert pci["0000:00:06.0"]["kind"] == "root_port" and pci["0000:00:06.0"]["pcie_control"]["readable"] is True
 
 
+def live_facts(vms, ansible_env, subsets):
+    """Both VMs' facts as the module reads them over SSH, only ``subsets``: {host: ansible_facts.gpuops_fabric}."""
+    result = subprocess.run(["ansible", "-i", vms["inventory"], "vms", "-m", "gpuops.fabric.topology_facts",
+                             "-a", json.dumps({"gather_subset": subsets})],
+                            env=dict(ansible_env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="oneline",
+                                     ANSIBLE_PIPELINING="1"),
+                            capture_output=True, text=True, timeout=300, cwd=REPO, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    hosts = {}
+    for line in result.stdout.splitlines():  # oneline: "vm1 | SUCCESS => {...}"
+        name, _sep, answer = line.partition(" | SUCCESS => ")
+        if answer:
+            hosts[name] = json.loads(answer)["ansible_facts"]["gpuops_fabric"]
+    assert sorted(hosts) == ["vm1", "vm2"], result.stdout[-3000:]
+    return hosts
+
+
 def soft_roce_up(n, netdev="bond0"):
     """Soft-RoCE on VM n over ``netdev``, as an administrator brings it up (once: again is a no-op). Over the bond,
     not its VLAN: rdma_rxe refuses a VLAN ("rxe creation allowed on top of a real device only", EPERM); the VLANs'
@@ -606,29 +614,23 @@ def soft_roce_up(n, netdev="bond0"):
        % netdev)
 
 
+def soft_roce_ready(vms, ansible_env):
+    """The bond and its VLANs (the network role, unless an earlier test of this boot applied it), rxe0 on both VMs."""
+    if vm(1, "test -e /sys/class/net/bond0.100", check=False).returncode != 0:
+        applied = playbook(ansible_env, vms["inventory"], "gpuops.fabric.network")
+        assert applied.returncode == 0, applied.stdout[-4000:]
+    for n in (1, 2):
+        soft_roce_up(n)
+
+
 @pytest.mark.parametrize("vms", ["netplan"], indirect=True)  # one boot: the RDMA stack does not depend on the backend
 def test_soft_roce_read_live(vms, ansible_env):
     """Soft-RoCE over the bond that carries the training VLAN, on a real kernel (issue 35): the facts read the rxe
     device as the kernel serves it, and agree with `ibv_devinfo -v` (port state, active MTU, link layer, the GID
     table), `rdma link show` (the netdev) and the GID files, field by field; the training address is a RoCE v2 GID
     that names the VLAN."""
-    if vm(1, "test -e /sys/class/net/bond0.100", check=False).returncode != 0:
-        applied = playbook(ansible_env, vms["inventory"], "gpuops.fabric.network")
-        assert applied.returncode == 0, applied.stdout[-4000:]
-    for n in (1, 2):
-        soft_roce_up(n)
-    result = subprocess.run(["ansible", "-i", vms["inventory"], "vms", "-m", "gpuops.fabric.topology_facts",
-                             "-a", '{"gather_subset": ["nic", "rdma", "counters"]}'],
-                            env=dict(ansible_env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="oneline",
-                                     ANSIBLE_PIPELINING="1"),
-                            capture_output=True, text=True, timeout=300, cwd=REPO, check=False)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    hosts = {}
-    for line in result.stdout.splitlines():
-        name, _sep, answer = line.partition(" | SUCCESS => ")
-        if answer:
-            hosts[name] = json.loads(answer)["ansible_facts"]["gpuops_fabric"]
-    assert sorted(hosts) == ["vm1", "vm2"], result.stdout[-3000:]
+    soft_roce_ready(vms, ansible_env)
+    hosts = live_facts(vms, ansible_env, ["nic", "rdma", "counters"])
     for index, host in ((1, "vm1"), (2, "vm2")):
         facts = hosts[host]
         assert facts["kernel_modules"]["rdma_rxe"] is True and facts["kernel_modules"]["siw"] is False
@@ -671,3 +673,147 @@ def test_soft_roce_read_live(vms, ansible_env):
             with open(os.path.join(keep, "vm%d.tar.gz" % index), "wb") as sink:
                 subprocess.run(["bash", VMCTL, "ssh", str(index), "cat /tmp/capture.tar.gz"], stdout=sink,
                                timeout=120, check=True)
+
+
+def kernel_gid_index(n, netdev, address):
+    """The index of the RoCE v2 GID VM n's kernel holds for ``address`` on ``netdev`` (rxe0 port 1), read from sysfs
+    without the collection: the populated slots' netdevs, then their types and GIDs."""
+    import ipaddress
+    port = "/sys/class/infiniband/rxe0/ports/1"
+    named = vm(n, "grep -H . %s/gid_attrs/ndevs/* 2>/dev/null || true" % port).stdout.split()
+    slots = [line.rpartition(":")[0].rsplit("/", 1)[1] for line in named if line.rpartition(":")[2] == netdev]
+    wanted = ipaddress.IPv6Address("::ffff:%s" % address).exploded
+    found = []
+    for slot in slots:
+        kind, gid = vm(n, "cat %s/gid_attrs/types/%s %s/gids/%s" % (port, slot, port, slot)).stdout.splitlines()
+        if kind == "RoCE v2" and gid == wanted:
+            found.append(int(slot))
+    assert len(found) == 1, (n, netdev, address, named, found)
+    return found[0]
+
+
+def nccl_conf(n):
+    said = vm(n, "cat /etc/nccl.conf").stdout
+    return dict(line.split("=", 1) for line in said.splitlines() if line and not line.startswith("#"))
+
+
+@pytest.mark.parametrize("vms", ["netplan"], indirect=True)
+def test_nccl_rdma_mode_follows_the_kernels_gid_table(vms, ansible_env, tmp_path):
+    """The nccl role in rdma mode on Soft-RoCE (issue 35): NCCL_IB_HCA names the live rxe port and NCCL_IB_GID_INDEX
+    the RoCE v2 GID of the training VLAN's address as the kernel's table holds it (read here from sysfs, not by the
+    collection). When the address is removed and added back it takes another slot of
+    the table: the drift playbook names /etc/nccl.conf on that VM only (NCCL-001, the index's old and new value in
+    its diff), the role rewrites it there only, and drift is quiet again: the role in check mode, on both VMs, would
+    change nothing."""
+    soft_roce_ready(vms, ansible_env)
+    inventory, rdma = vms["inventory"], ("-e", "fabric_nccl_mode=rdma")
+    wrote = playbook(ansible_env, inventory, "gpuops.fabric.nccl", *rdma)
+    assert wrote.returncode == 0, wrote.stdout[-4000:]
+    for n in (1, 2):
+        conf = nccl_conf(n)
+        assert (conf["NCCL_IB_DISABLE"], conf["NCCL_IB_HCA"], conf["NCCL_SOCKET_IFNAME"]) == (
+            "0", "=rxe0:1", "=bond0.100"), conf
+        assert int(conf["NCCL_IB_GID_INDEX"]) == kernel_gid_index(n, "bond0.100", "198.18.4.%d" % n), conf
+    # vm2's training address leaves and comes back while another address holds its old slot
+    before = kernel_gid_index(2, "bond0.100", "198.18.4.2")
+    vm(2, "ip addr del 198.18.4.2/24 dev bond0.100 && ip addr add 198.18.6.2/32 dev bond0.200 && "
+          "ip addr add 198.18.4.2/24 dev bond0.100 && ip addr del 198.18.6.2/32 dev bond0.200")
+    after = kernel_gid_index(2, "bond0.100", "198.18.4.2")
+    assert after != before
+    drift = playbook(ansible_env, inventory, "gpuops.fabric.drift", *(rdma + ("-e", "fabric_report_dir=%s" % (
+        tmp_path / "drift"))))
+    assert drift.returncode != 0, drift.stdout[-3000:]
+    with open(str(tmp_path / "drift" / "report.json")) as handle:
+        found = [f for f in json.load(handle)["findings"] if f["id"] in ("NCCL-001", "DRIFT-001")]
+    assert [(f["id"], f["host"], f["subject"]) for f in found] == [("NCCL-001", "vm2", "/etc/nccl.conf")], found
+    diff = found[0]["evidence"]["diff"]
+    assert "-NCCL_IB_GID_INDEX=%d" % before in diff and "+NCCL_IB_GID_INDEX=%d" % after in diff, diff
+    repair = playbook(ansible_env, inventory, "gpuops.fabric.nccl", *rdma)
+    assert repair.returncode == 0 and changed(repair.stdout, "vm2") == 1 and changed(repair.stdout, "vm1") == 0
+    assert int(nccl_conf(2)["NCCL_IB_GID_INDEX"]) == after
+    quiet = playbook(ansible_env, inventory, "gpuops.fabric.drift", *(rdma + ("-e", "fabric_report_dir=%s" % (
+        tmp_path / "again"))))
+    assert quiet.returncode == 0, quiet.stdout[-3000:]
+
+
+RXE_TRANSPORT = ("out_of_seq_request", "rcvd_seq_err", "completer_retry_err", "retry_exceeded_err")
+
+
+def rxe_counters(n):
+    said = vm(n, "grep -H . /sys/class/infiniband/rxe0/ports/1/hw_counters/*").stdout.splitlines()
+    return dict((line.rsplit(":", 1)[0].rsplit("/", 1)[1], int(line.rsplit(":", 1)[1])) for line in said)
+
+
+def rdma_write(seconds, keep=None):
+    """ib_write_bw from vm1 to vm2 over the training VLAN's GIDs for ``seconds``, then ib_write_lat (perftest, as
+    an operator runs it): the client's outputs. The server starts first, detached, bounded by timeout."""
+    import time
+    said = {}
+    for tool, extra in (("ib_write_bw", "-D %d --report_gbits" % seconds), ("ib_write_lat", "-n 200")):
+        server = "%s -d rxe0 -x %d -F %s" % (tool, kernel_gid_index(2, "bond0.100", "198.18.4.2"), extra)
+        vm(2, "setsid -f sh -c 'exec timeout 90 %s >/tmp/%s-server.txt 2>&1 </dev/null'" % (server, tool))
+        time.sleep(2)
+        client = vm(1, "timeout 90 %s -d rxe0 -x %d -F %s 198.18.4.2" % (
+            tool, kernel_gid_index(1, "bond0.100", "198.18.4.1"), extra), check=False)
+        assert client.returncode == 0, (tool, client.stdout[-2000:], client.stderr[-2000:],
+                                        vm(2, "cat /tmp/%s-server.txt" % tool).stdout[-2000:])
+        said[tool] = client.stdout
+        if keep:
+            for side, text in (("client", client.stdout), ("server", vm(2, "cat /tmp/%s-server.txt" % tool).stdout)):
+                with open(os.path.join(keep, "%s-%s.txt" % (tool, side)), "w") as sink:
+                    sink.write(text)
+    return said
+
+
+def windowed_audit(vms, ansible_env, report_dir, during):
+    """The audit with a counters window of 20 s, ``during()`` run while it waits: the report's findings."""
+    import threading
+    audit = subprocess.Popen(
+        ["ansible-playbook", "-i", vms["inventory"], "gpuops.fabric.audit", "-e", "fabric_report_dir=%s" % report_dir,
+         "-e", "fabric_audit_fail_on=never", "-e", "fabric_audit_window=20"],
+        env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_TIMEOUT="60", ANSIBLE_PIPELINING="1",
+                 PYTHONUNBUFFERED="1"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+    watchdog = threading.Timer(900, audit.kill)
+    watchdog.start()
+    lines, ran = [], None
+    try:
+        for line in audit.stdout:
+            lines.append(line)
+            if ran is None and line.startswith("TASK [Wait fabric_audit_window seconds]"):
+                ran = during()
+        audit.wait()
+    finally:
+        watchdog.cancel()
+    output = "".join(lines)
+    assert audit.returncode == 0 and ran is not None, output[-3000:]
+    with open(str(report_dir / "report.json")) as handle:
+        return json.load(handle)["findings"], ran
+
+
+@pytest.mark.parametrize("vms", ["netplan"], indirect=True)
+def test_rdma_counters_grow_under_loss_and_stay_quiet_without(vms, ansible_env, tmp_path):
+    """Soft-RoCE's transport counters between two readings of one audit (fabric_audit_window), on a real kernel
+    (issue 35): RDMA writes from vm1 to vm2 while the audit waits leave STAB-004 quiet on a clean link; with netem
+    dropping 5% of vm1's frames on both bond legs the same writes are retried, and STAB-004 names the rxe port and
+    the counters that grew, each by no more than the kernel's own count grew around the audit. Rates are not judged:
+    under TCG Soft-RoCE moves a few hundred Mbit/s at most."""
+    soft_roce_ready(vms, ansible_env)
+    keep = os.environ.get("GPUOPS_RDMA_CAPTURE")
+    findings, said = windowed_audit(vms, ansible_env, tmp_path / "clean", lambda: rdma_write(5, keep))
+    assert "Gb/sec" in said["ib_write_bw"] and "usec" in said["ib_write_lat"], said
+    assert [f for f in findings if f["id"] == "STAB-004"] == []
+    before = dict((n, rxe_counters(n)) for n in (1, 2))
+    vm(1, "modprobe sch_netem && for leg in enp0s4 enp0s5; do tc qdisc replace dev $leg root netem loss 5%; done")
+    try:
+        findings, _said = windowed_audit(vms, ansible_env, tmp_path / "lossy", lambda: rdma_write(5))
+    finally:
+        vm(1, "for leg in enp0s4 enp0s5; do tc qdisc del dev $leg root 2>/dev/null || true; done")
+    grown = dict((n, dict((c, rxe_counters(n)[c] - before[n][c]) for c in RXE_TRANSPORT)) for n in (1, 2))
+    named = [f for f in findings if f["id"] == "STAB-004"]
+    assert named and all(f["subject"] == "rxe0/1" for f in named), (named, grown)
+    for finding in named:
+        judged = finding["evidence"]["counters"]
+        assert set(judged) <= set(RXE_TRANSPORT) and judged, finding
+        host = int(finding["host"][2:])
+        assert all(0 < count <= grown[host][c] for c, count in judged.items()), (finding, grown)
