@@ -93,3 +93,60 @@ def training_interface(hostvars):
     if ifname_problem(name):
         return None, ["fabric_attachments.%s: %r %s" % (training[0], name, ifname_problem(name))]
     return name, []
+
+
+def _gid_address(gid):
+    """The IP address a GID stands for (an IPv4-mapped GID gives the IPv4 address), or None."""
+    import ipaddress
+    try:
+        address = ipaddress.IPv6Address(str(gid))
+    except ValueError:
+        return None
+    return address.ipv4_mapped or address
+
+
+def rdma_endpoint(facts, interface, address):
+    """The RDMA port that traffic from ``address`` on ``interface`` uses, as perftest and NCCL address it:
+    ({"device", "port", "link_layer", "gid_index", "rate_gbps", "active_mtu", "pci", "software"}, None), or
+    (None, why there is none).
+
+    The port is one whose netdev is the interface, the interface under its VLANs, or a bond member under it (RoCE
+    LAG), or whose GID table names the interface. On RoCE (link layer Ethernet) the address must be a RoCE v2 GID
+    of that port: its index is ``gid_index`` (a port under VLANs holds one per VLAN address, each naming its VLAN);
+    on InfiniBand the port's own GID serves (``gid_index`` None). A port that is not ACTIVE is named as the cause."""
+    import ipaddress
+    try:
+        wanted = ipaddress.ip_address(str(address))
+    except ValueError:
+        return None, "%r is not an IP address" % (address,)
+    names = set([interface, base_interface(facts, interface)])
+    names.update(p["name"] for p in ports_under(facts, interface, physical_only=False))
+    found = []
+    for device in facts.get("rdma") or []:
+        for port in device.get("ports") or []:
+            gids = [g for g in port.get("gids") or [] if isinstance(g, dict)]
+            if port.get("netdev") in names or any(g.get("netdev") == interface for g in gids):
+                found.append((device, port, gids))
+    if not found:
+        return None, "no RDMA port under %s (RDMA devices: %s)" % (
+            interface, ", ".join(sorted(str(d.get("name")) for d in facts.get("rdma") or [])) or "none")
+    said = []
+    for device, port, gids in sorted(found, key=lambda f: (str(f[0].get("name")), f[1].get("port") or 0)):
+        where = "%s:%s" % (device.get("name"), port.get("port"))
+        if port.get("link_layer") == "Ethernet":
+            indexes = sorted(g["index"] for g in gids if g.get("type") == "RoCE v2" and isinstance(g.get("index"), int)
+                             and _gid_address(g.get("gid")) == wanted)
+            if not indexes:
+                said.append("%s has no RoCE v2 GID for %s (the address is not on a netdev of that port, or its GID "
+                            "table was not read)" % (where, wanted))
+                continue
+            gid_index = indexes[0]
+        else:
+            gid_index = None
+        if port.get("state") != "ACTIVE":
+            said.append("%s is %s, not ACTIVE" % (where, port.get("state") or "in an unknown state"))
+            continue
+        return {"device": device.get("name"), "port": port.get("port"), "link_layer": port.get("link_layer"),
+                "gid_index": gid_index, "rate_gbps": port.get("rate_gbps"), "active_mtu": port.get("active_mtu"),
+                "pci": device.get("address"), "software": device.get("software")}, None
+    return None, "; ".join(said)

@@ -12,6 +12,7 @@ import os
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import gather
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import rdma_endpoint
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.settings import nccl_settings
 from rdma_tools import expand_gid, ibv_devinfo
 
@@ -61,3 +62,41 @@ def test_nccl_is_told_the_gid_of_the_training_vlan(capture, interface, index):
     settings, _notes, _warnings, errors = nccl_settings(capture["facts"], interface, mode="rdma")
     assert errors == []
     assert dict(settings)["NCCL_IB_HCA"] == "=rxe0:1" and dict(settings)["NCCL_IB_GID_INDEX"] == str(index)
+
+
+@pytest.mark.parametrize("interface, address, index", [
+    ("bond0.100", "198.18.4.1", 1), ("bond0.200", "198.18.5.1", 3), ("bond0", "198.18.4.1", 1)])
+def test_the_rdma_endpoint_of_an_address_is_its_gid(capture, interface, address, index):
+    """What a perftest (or NCCL) between two addresses runs on: the port over the bond, and the GID the kernel's
+    table holds for that address (ibv_devinfo, same capture)."""
+    said = ibv_devinfo(capture["tool"]("ibv_devinfo-v.txt"))["rxe0"][1]["gids"]
+    assert expand_gid(said[index][0]).endswith(":ffff:%02x%02x:%02x%02x" % tuple(int(b) for b in address.split(".")))
+    endpoint, why = rdma_endpoint(capture["facts"], interface, address)
+    assert why is None and endpoint == {"device": "rxe0", "port": 1, "link_layer": "Ethernet", "gid_index": index,
+                                        "rate_gbps": 100.0, "active_mtu": 4096, "pci": None, "software": "rxe"}
+
+
+def test_no_rdma_endpoint_names_the_cause(capture):
+    import copy
+    facts = capture["facts"]
+    assert rdma_endpoint(facts, "bond0.100", "198.18.4.9") == (
+        None, "rxe0:1 has no RoCE v2 GID for 198.18.4.9 (the address is not on a netdev of that port, or its GID "
+              "table was not read)")
+    assert rdma_endpoint(facts, "enp0s3", "10.0.2.15") == (None, "no RDMA port under enp0s3 (RDMA devices: rxe0)")
+    assert rdma_endpoint(facts, "bond0.100", "not-an-address")[1] == "'not-an-address' is not an IP address"
+    down = copy.deepcopy(facts)  # the capture changed by hand: its port down
+    down["rdma"][0]["ports"][0]["state"] = "DOWN"
+    assert rdma_endpoint(down, "bond0.100", "198.18.4.1") == (None, "rxe0:1 is DOWN, not ACTIVE")
+    assert rdma_endpoint(dict(facts, rdma=[]), "bond0.100", "198.18.4.1") == (
+        None, "no RDMA port under bond0.100 (RDMA devices: none)")
+
+
+def test_an_infiniband_port_needs_no_gid_index(capture):
+    """The capture changed by hand: the same port as InfiniBand (IPoIB over its netdev): the port's own GID serves,
+    perftest and NCCL are given no index."""
+    import copy
+    ib = copy.deepcopy(capture["facts"])
+    ib["rdma"][0]["ports"][0].update(link_layer="InfiniBand", gids=[])
+    endpoint, why = rdma_endpoint(ib, "bond0", "198.18.4.1")
+    assert why is None and (endpoint["device"], endpoint["gid_index"], endpoint["link_layer"]) == (
+        "rxe0", None, "InfiniBand")
