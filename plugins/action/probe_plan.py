@@ -9,7 +9,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import DECLARED, default
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import DECLARED, RDMA_EXTRA_S, default
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import validate_networks
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.pairing import targets
 
@@ -21,6 +21,8 @@ ARGUMENT_SPEC = dict(
     port=dict(type="int", default=default("fabric_probe_port")),
     min_fraction=dict(type="float", default=default("fabric_probe_min_fraction")),
     repeat=dict(type="int", default=default("fabric_probe_repeat")),
+    rdma=dict(type="bool", default=False),
+    rdma_port=dict(type="int", default=default("fabric_probe_rdma_port")),
 )
 MAX_REPEAT = DECLARED["fabric_probe_repeat"].high
 
@@ -36,8 +38,9 @@ class ActionModule(ControllerAction):
         if not 0 < args["min_fraction"] <= 1:
             raise AnsibleActionFail("probe_plan: min_fraction: %r must be above 0 and at most 1 (0.8 = 80%% of the "
                                     "expected goodput)" % args["min_fraction"])
-        if not 1 <= args["port"] <= 65535:
-            raise AnsibleActionFail("probe_plan: port: %r is outside 1..65535" % args["port"])
+        for key in ("port", "rdma_port"):
+            if not 1 <= args[key] <= 65535:
+                raise AnsibleActionFail("probe_plan: %s: %r is outside 1..65535" % (key, args[key]))
         if not 1 <= args["repeat"] <= MAX_REPEAT:
             raise AnsibleActionFail("probe_plan: repeat: %r is outside 1..%d (how many times each pair is measured)"
                                     % (args["repeat"], MAX_REPEAT))
@@ -62,11 +65,12 @@ class ActionModule(ControllerAction):
             raise AnsibleActionFail("probe_plan: networks: %s not in any host's fabric_networks (known: %s)"
                                     % (", ".join(unknown), ", ".join(sorted(known)) or "none"))
         planned = targets(inputs, args["throughput_roles"], args["networks"], args["all_pairs_max"], args["port"],
-                          args["min_fraction"], args["repeat"])
-        if args["port"] + len(planned["throughput"]) - 1 > 65535:
-            raise AnsibleActionFail("probe_plan: port: %d + %d round(s) passes 65535 (each round has its own port)"
-                                    % (args["port"], len(planned["throughput"])))
-        result.update(changed=False, **planned)
+                          args["min_fraction"], args["repeat"], args["rdma"], args["rdma_port"])
+        for key in ("port", "rdma_port") if args["rdma"] else ("port",):
+            if args[key] + len(planned["throughput"]) - 1 > 65535:
+                raise AnsibleActionFail("probe_plan: %s: %d + %d round(s) passes 65535 (each round has its own port)"
+                                        % (key, args[key], len(planned["throughput"])))
+        result.update(changed=False, rdma_extra_s=RDMA_EXTRA_S, **planned)
         # each host's part of every round, for throughput_probe mode=rounds; hosts without any part are left out
         result["throughput_by_host"] = dict(
             (host, [part.get(host) or {"role": "idle"} for part in planned["throughput"]])

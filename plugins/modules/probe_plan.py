@@ -68,6 +68,21 @@ options:
         and the spread between its runs (STAB-008).
     type: int
     default: 1
+  rdma:
+    description:
+      - Plan the rdma probe too (perftest's C(ib_write_bw) and C(ib_write_lat) after iperf3 in each round's slot).
+      - Each part of a throughput round then carries C(rdma), the RDMA port and RoCE v2 GID index that its address's
+        traffic uses (C(device), C(port), C(gid_index), C(link_layer)) and C(tcp_port) (perftest's exchange). The
+        client's also carries the peer's, C(expected_gbps) (the slower port's rate as NCCL counts a network line,
+        0.96 of it) with C(basis), C(min_fraction) and C(notes) (an active MTU or link layer that differs).
+      - Where an end has no such port (no RDMA port under its interface, no RoCE v2 GID for its address, a port
+        not ACTIVE), both ends' C(rdma) is C(skip) with the reason, and neither runs perftest (PROBE-006 names it).
+    type: bool
+    default: false
+  rdma_port:
+    description: perftest's TCP port in the first round; each round has its own (O(rdma_port) + its index).
+    type: int
+    default: 18515
 """
 
 EXAMPLES = r"""
@@ -87,7 +102,8 @@ jumbo:
 throughput:
   description:
     - Rounds; each maps host to its part, C(role) server (bind, port) or client (bind, server, port, expected_gbps,
-      speed_mbps, mtu, min_fraction, basis), with C(run) and C(runs) where O(repeat) is above 1.
+      speed_mbps, mtu, min_fraction, basis), with C(run) and C(runs) where O(repeat) is above 1, and C(rdma) with
+      O(rdma).
   returned: always
   type: list
   elements: dict
@@ -109,4 +125,11 @@ plans:
   returned: always
   type: dict
   sample: {training: {kind: all_pairs, hosts: 4, rounds: 3, pairs: 6, max_pairs_per_round: 2, runs: 1}}
+rdma_extra_s:
+  description:
+    - Seconds the rdma probe adds to each round's slot beyond the measurement's duration (C(ib_write_lat), starting
+      the runs); the probes role sizes the slot with it.
+  returned: always
+  type: int
+  sample: 25
 """

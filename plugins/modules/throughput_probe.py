@@ -80,6 +80,12 @@ options:
         RV(gpuops.fabric.probe_plan#module:throughput_by_host); each a dict with C(role) C(server), C(client) or
         C(idle), and for a server C(bind) and C(port), for a client C(bind), C(server) and C(port). Other keys are
         returned with the measurement as they came.
+      - A part with C(rdma) (the rdma probe, M(gpuops.fabric.probe_plan) with O(gpuops.fabric.probe_plan#module:rdma))
+        also runs perftest at the end of the round's slot, after iperf3, which then has the slot less the duration
+        and 25 s. C(rdma) holds this end's C(device), C(port), C(gid_index) (none on InfiniBand) and C(tcp_port);
+        the server runs C(ib_write_bw -D) O(duration) then C(ib_write_lat), the client connects to the part's
+        C(server) address, trying again while the peer's server is not up yet. An C(rdma) with C(skip) runs
+        nothing. Each value is checked before it reaches an argv.
     type: list
     elements: raw
   detach:
@@ -173,11 +179,17 @@ measurements:
   description:
     - The client measurements of the rounds (rounds mode), in order; each the round's part with C(round) (from 1)
       and the client results C(gbps), C(retransmits), C(retransmit_percent), C(bytes), C(mss), C(latency), C(error).
+    - With the rdma probe, C(rdma) is the part's C(rdma) with perftest's results, C(gbps) (ib_write_bw's average,
+      Gbit/s), C(bandwidth) (its row), C(latency) (ib_write_lat's row, microseconds, C(t_min_us), C(t_typical_us),
+      C(t_avg_us), C(t_max_us), C(p99_us), C(p999_us)), C(error) (the first failure and its cause) and
+      C(warnings).
   returned: rounds mode (not detached), collect mode
   type: list
   elements: dict
 server_errors:
-  description: The rounds whose server did not start (rounds mode); each the round's part with C(round) and C(error).
+  description:
+    - The rounds whose server did not start (rounds mode); each the round's part with C(round) and C(error).
+    - With the rdma probe also the perftest servers that failed or were never reached, with C(tool=perftest).
   returned: rounds mode (not detached), collect mode
   type: list
   elements: dict

@@ -817,3 +817,36 @@ def test_rdma_counters_grow_under_loss_and_stay_quiet_without(vms, ansible_env, 
         assert set(judged) <= set(RXE_TRANSPORT) and judged, finding
         host = int(finding["host"][2:])
         assert all(0 < count <= grown[host][c] for c, count in judged.items()), (finding, grown)
+
+
+@pytest.mark.parametrize("vms", ["netplan"], indirect=True)
+def test_rdma_probe_between_the_vms(vms, ansible_env, tmp_path):
+    """The rdma probe in the audit's probes (issue 35): after iperf3 in each round, perftest between the VMs' rxe
+    ports, each end on the GID index the kernel holds for its own address on that network (checked here from sysfs).
+    Soft-RoCE under TCG moves a fraction of a percent of the 100 Gbit/s its ports say: PROBE-006 names each pair as
+    software RoCE below its ports' rate, with the latency percentiles; no perftest server failed or is left running."""
+    soft_roce_ready(vms, ansible_env)
+    report_dir = tmp_path / "probes"
+    audit = playbook(ansible_env, vms["inventory"], "gpuops.fabric.audit", "-e", "fabric_probes_enabled=true",
+                     "-e", json.dumps({"fabric_probes": ["throughput", "rdma"]}), "-e", "fabric_probe_duration=3",
+                     "-e", "fabric_audit_fail_on=never", "-e", "fabric_report_dir=%s" % report_dir)
+    assert audit.returncode == 0, audit.stdout[-4000:]
+    with open(str(report_dir / "report.json")) as handle:
+        report = json.load(handle)
+    found = sorted((f for f in report["findings"] if f["id"] == "PROBE-006"), key=lambda f: f["subject"])
+    assert [f["evidence"]["network"] for f in found] and sorted(f["evidence"]["network"] for f in found) == [
+        "storage", "training"], found
+    for finding in found:
+        evidence, host = finding["evidence"], finding["host"]
+        n = int(host[2:])
+        subnet, vlan = (4, "bond0.100") if evidence["network"] == "training" else (5, "bond0.200")
+        assert evidence["gid_index"] == kernel_gid_index(n, vlan, "198.18.%d.%d" % (subnet, n)), evidence
+        assert evidence["peer_gid_index"] == kernel_gid_index(3 - n, vlan, "198.18.%d.%d" % (subnet, 3 - n))
+        assert finding["severity"] == "fail" and evidence["expected_gbps"] == 96.0, finding
+        assert 0 < evidence["gbps"] < 0.8 * 96.0 and evidence["latency"]["p99_us"] > 0, finding
+        assert "(software RoCE: rxe, rxe)" in finding["message"] and "latency (us) typical" in finding["message"]
+    for host in ("vm1", "vm2"):
+        assert report["outcomes"][host]["PROBE-004"]["status"] == "pass", [
+            f for f in report["findings"] if f["id"] == "PROBE-004"]
+    for index in (1, 2):
+        assert vm(index, "pgrep -c 'ib_write_(bw|lat)' || true").stdout.strip() == "0"

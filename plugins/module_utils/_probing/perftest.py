@@ -144,3 +144,133 @@ def parse_perftest(text):
         elif _ERROR.search(stripped) and len(result["errors"]) < 20:
             result["errors"].append(stripped)
     return result
+
+
+# ---- running a pair --------------------------------------------------------------------------------------------
+RDMA_EXTRA_S = 25  # a round's slot with the rdma probe: + the measurement's duration (ib_write_bw -D) + this
+LAT_ITERATIONS = 1000  # ib_write_lat's writes (2 bytes each): milliseconds on a real port
+LAT_LIMIT_S = 10  # ib_write_lat's own run at most (under software emulation 1000 writes take about a second)
+SETUP_S = 10  # beyond -D: connecting the queue pairs and registering memory, slow under emulation
+DEVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # an RDMA device name: never an option or a path
+REFUSED = ("couldn't connect", "unable to open file descriptor for socket connection")
+
+
+def part_problem(part):
+    """Why an ``rdma`` entry of a round's part cannot be run (None when it can): the device, port, GID index and
+    TCP port are checked before any of them reaches an argv."""
+    if not isinstance(part, dict):
+        return "%r is not a mapping" % (part,)
+    if part.get("skip"):
+        return None
+    device = part.get("device")
+    if not isinstance(device, str) or not DEVICE.match(device):
+        return "device: %r is not an RDMA device name" % (device,)
+    for key, low, high, nullable in (("port", 1, 255, False), ("gid_index", 0, 65535, True),
+                                     ("tcp_port", 1, 65535, False)):
+        value = part.get(key)
+        if value is None and nullable:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            return "%s: %r is not a whole number in %d..%d" % (key, value, low, high)
+    return None
+
+
+def perftest_argv(binary, part, extra, server=None):
+    """perftest's argv for this end of a pair: its device, port and GID index (none on InfiniBand), the exchange's
+    TCP port, no CPU frequency warning; ``server`` is the peer's address on the client."""
+    argv = [binary, "-d", part["device"], "-i", str(part["port"]), "-p", str(part["tcp_port"]), "-F"]
+    if part.get("gid_index") is not None:
+        argv += ["-x", str(part["gid_index"])]
+    return argv + list(extra) + ([server] if server else [])
+
+
+def _tools(duration):
+    return (("ib_write_bw", ["-D", str(duration), "--report_gbits"], duration + SETUP_S),
+            ("ib_write_lat", ["-n", str(LAT_ITERATIONS)], LAT_LIMIT_S))
+
+
+def cause(parsed, why=None):
+    """What a failed perftest run says about its cause, in words: the TCP exchange that did not connect, the queue
+    pair that could not reach RTR or RTS (the GID index, path MTU or route between the GIDs), or its own lines."""
+    errors = " ".join(parsed["errors"]).lower()
+    if why:
+        return why
+    if any(r in errors for r in REFUSED):
+        return ("no TCP connection to the peer's perftest (port closed, no route to its address, a firewall, or its "
+                "server did not start): %s" % "; ".join(parsed["errors"][:2]))
+    if "to rtr" in errors or "to rts" in errors or "connect the hca" in errors:
+        return ("the queue pair did not connect (the GID index or its type, the path MTU, or no route between the "
+                "two GIDs): %s" % "; ".join(parsed["errors"][:3]))
+    if parsed["errors"]:
+        return "; ".join(parsed["errors"][:3])
+    return "perftest printed no result"
+
+
+def run_client(module, part, server, duration, until, run=None):
+    """This end of a pair as the client: ib_write_bw for ``duration`` seconds, then ib_write_lat, each tried again
+    while the peer's server is not up yet and ``until`` (a time) allows. {"gbps", "bandwidth", "latency", "error",
+    "warnings"}: the average bandwidth in Gbit/s and its row, the latency row (microseconds: t_min, t_typical, t_avg,
+    t_max, p99, p999), and the first failure's cause."""
+    import time
+    from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import run_capped
+    run = run or run_capped
+    result = {"gbps": None, "bandwidth": None, "latency": None, "error": None, "warnings": []}
+    for tool, extra, limit in _tools(duration):
+        binary = module.get_bin_path(tool)
+        if not binary:
+            result["error"] = "perftest is not installed (%s)" % tool
+            return result
+        pause = 0.3
+        while True:
+            left = until - time.time()
+            if left < 1:
+                result["error"] = "%s: no time left in the round's slot" % tool
+                return result
+            try:
+                code, out, err, why = run(perftest_argv(binary, part, extra, server), min(limit, left), MAX_OUTPUT)
+            except OSError as exc:
+                code, out, err, why = None, "", "", "%s did not run: %s" % (tool, exc)
+            parsed = parse_perftest(out + "\n" + err)
+            refused = not parsed["rows"] and any(r in " ".join(parsed["errors"]).lower() for r in REFUSED)
+            # the peer's server is not up yet (its iperf3 part, the start of its round): again, while the slot
+            # still holds a whole run
+            if not refused or time.time() + pause + limit > until:
+                break
+            time.sleep(pause)
+            pause = min(2.0, pause * 1.5)
+        result["warnings"] += parsed["warnings"][:5]
+        row = parsed["rows"][-1] if parsed["rows"] else None
+        if row is None or (code not in (0, None) and not why):
+            result["error"] = "%s: %s" % (tool, cause(parsed, why))
+            return result
+        if tool == "ib_write_bw":
+            result["bandwidth"], result["gbps"] = row, row.get("bw_average_gbps")
+        else:
+            result["latency"] = row
+    return result
+
+
+def run_server(module, part, duration, deadline, run=None):
+    """This end of a pair as the server: ib_write_bw, then ib_write_lat, each waiting for the client until
+    ``deadline`` (a time) at most. The errors, each a text (a server the client never reached says so)."""
+    import time
+    from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import run_capped
+    run = run or run_capped
+    errors = []
+    for tool, extra, _limit in _tools(duration):
+        left = deadline - time.time()
+        binary = module.get_bin_path(tool)
+        if not binary:
+            return ["perftest is not installed (%s)" % tool]
+        if left < 1:
+            errors.append("%s: no time left in the round's slot" % tool)
+            break
+        try:
+            code, out, err, why = run(perftest_argv(binary, part, extra), left, MAX_OUTPUT)
+        except OSError as exc:
+            return ["%s did not run: %s" % (tool, exc)]
+        parsed = parse_perftest(out + "\n" + err)
+        if why or code != 0:
+            errors.append("%s: %s" % (tool, cause(parsed, why and "no client within the slot (%s)" % why)))
+            break
+    return errors

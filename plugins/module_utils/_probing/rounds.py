@@ -23,6 +23,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._probing.iperf3 impo
     PID_DIR, failed, listening, ours, parse_iperf3, pidfile, servers_on, stop,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.jobs import Stopped, read_pid, stopped_since
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing import perftest
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.ping import (
     MAX_OUTPUT, MAX_PINGS, latency_argv, probe_paths, said_paths, summarize_latency,
 )
@@ -210,6 +211,10 @@ def round_parts(module):
             if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
                 module.fail_json(msg="%s.port: %r is not a port (1..65535)" % (where, part.get("port")))
             part = dict(part, port=port)
+            if part.get("rdma") is not None:
+                problem = perftest.part_problem(part["rdma"])
+                if problem:
+                    module.fail_json(msg="%s.rdma.%s" % (where, problem))
         parts.append(part)
     return parts
 
@@ -221,9 +226,22 @@ def wait_server(group, deadline):
     stop(group)
 
 
+def _rdma(part):
+    """The part's rdma probe entry when it runs perftest (planned, not skipped), else None."""
+    rdma = part.get("rdma")
+    return rdma if isinstance(rdma, dict) and not rdma.get("skip") else None
+
+
+def rdma_seconds(params):
+    """What the rdma probe adds to a round's slot, at its end: ib_write_bw's run and ib_write_lat's."""
+    return params["duration"] + perftest.RDMA_EXTRA_S
+
+
 def slot_seconds(params):
+    rdma = any(_rdma(p) for p in params["rounds"] if isinstance(p, dict))
     return params["round_timeout"] or (params["duration"] + 30 + (
-        params["latency_idle_count"] * params["latency_interval"] if params["latency"] else 0))
+        params["latency_idle_count"] * params["latency_interval"] if params["latency"] else 0) + (
+        rdma_seconds(params) if rdma else 0))
 
 
 def schedule(module):
@@ -268,23 +286,33 @@ def rounds(module, parts, begin, current, arrived):
             raise Stopped()
         began = time.time()
         deadline = begin + params["start_skew"] + (index + 1) * slot
+        rdma = _rdma(part)
+        # with the rdma probe, iperf3's part of the slot ends early enough for perftest's at its end
+        tcp_deadline = deadline - rdma_seconds(params) if rdma else deadline
         if part["role"] == "server":
             group, error, _argv = start_server(module, part["bind"], part["port"],
-                                               max(1, int(deadline - time.time()) + 1), params["timeout"])
+                                               max(1, int(tcp_deadline - time.time()) + 1), params["timeout"])
             if error:
                 server_errors.append(dict(part, error=error, round=index + 1))
             else:
                 current["group"] = group
-                wait_server(group, deadline)
+                wait_server(group, tcp_deadline)
                 current["group"] = None
+            if rdma:
+                for error in perftest.run_server(module, rdma, params["duration"], deadline):
+                    server_errors.append(dict(part, tool="perftest", error=error, round=index + 1))
         elif part["role"] == "client":
             # the peer's server may start a little later (its previous round, the start of its run): try again until
             # there is just time left for the measurement in this slot
             result, _argv = run_client(module, part["bind"], str(part["server"]), part["port"],
-                                       connect_until=deadline - params["duration"] - 1)
-            measurements.append(dict(part, round=index + 1, gbps=result["gbps"], retransmits=result["retransmits"],
-                                     retransmit_percent=result["retransmit_percent"], bytes=result["bytes"],
-                                     mss=result["mss"], latency=result["latency"], error=result["error"]))
+                                       connect_until=tcp_deadline - params["duration"] - 1)
+            measured = dict(part, round=index + 1, gbps=result["gbps"], retransmits=result["retransmits"],
+                            retransmit_percent=result["retransmit_percent"], bytes=result["bytes"],
+                            mss=result["mss"], latency=result["latency"], error=result["error"])
+            if rdma:
+                measured["rdma"] = dict(rdma, **perftest.run_client(module, rdma, str(part["server"]),
+                                                                    params["duration"], deadline - 1))
+            measurements.append(measured)
         spent.append(round(time.time() - began, 2))
     said = "%d round(s): %d measurement(s), %d failed, %d server(s) did not start" % (
         len(parts), len(measurements), sum(1 for m in measurements if m["error"]), len(server_errors))

@@ -30,6 +30,7 @@ import re
 import reprlib
 from collections import namedtuple
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.perftest import RDMA_EXTRA_S as _RDMA_EXTRA_S
 from ansible_collections.gpuops.fabric.plugins.module_utils._tuning import SYSCTL_NAME_RULE, sysctl_file_problem
 
 _BOOLEAN_TEXT = ("true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f")
@@ -46,7 +47,10 @@ def _var(name, scope, kind, default=None, low=None, high=None, choices=None, nul
 
 
 _H, _R, _X = "host", "run", "result"
-PROBES = ("jumbo", "throughput", "latency", "nccl")
+PROBES = ("jumbo", "throughput", "latency", "nccl", "rdma")
+PROBES_BY_DEFAULT = ("jumbo", "throughput", "latency", "nccl")  # rdma is opt-in: after TCP is stable
+# with the rdma probe a round's slot grows by fabric_probe_duration (ib_write_bw) and this (ib_write_lat, the starts)
+RDMA_EXTRA_S = _RDMA_EXTRA_S
 _DECLARED = (
     # the network intent (roles/network; docs/network_intent.md): validated in depth by _intent/validation.py
     _var("fabric_networks", _H, "dict", nullable=True, doc="the networks (management, training, storage)"),
@@ -94,7 +98,7 @@ _DECLARED = (
          pattern=sysctl_file_problem, doc=SYSCTL_NAME_RULE),  # the module's own rule
     # roles/probes: planned once for the run (probe_plan runs once), so one value per run
     _var("fabric_probes_enabled", _R, "bool", False),
-    _var("fabric_probes", _R, "list", list(PROBES), choices=PROBES),
+    _var("fabric_probes", _R, "list", list(PROBES_BY_DEFAULT), choices=PROBES),
     _var("fabric_probe_networks", _R, "list", nullable=True),
     _var("fabric_probe_throughput_roles", _R, "list", ["training", "storage"],
          choices=("management", "training", "storage")),
@@ -113,6 +117,8 @@ _DECLARED = (
     _var("fabric_probe_server_lifetime", _R, "int", None, 3, 86400, nullable=True,
          doc="each round's slot in seconds: more than fabric_probe_duration + 1"),
     _var("fabric_probe_start_margin", _R, "float", None, 0, 3600, nullable=True),
+    _var("fabric_probe_rdma_port", _R, "int", 18515, 1, 65535,
+         doc="perftest's TCP port in round 1 (each round its own, counting up), for the rdma probe"),
     _var("fabric_nccl_tests_binary", _R, "str", "all_reduce_perf", pattern=PROGRAM_RE),
     _var("fabric_nccl_tests_args", _R, "list", ["-b", "8M", "-e", "1G", "-f", "2"]),
     _var("fabric_nccl_tests_launcher", _R, "str", ""),
@@ -338,6 +344,11 @@ def check_values(values, errors):
     if lifetime is not None and duration is not None and not lifetime > duration + 1:
         errors.append("fabric_probe_server_lifetime: %s is not more than fabric_probe_duration %s + 1 (each round's "
                       "slot must hold its measurement)" % (_show(lifetime), duration))
+    elif lifetime is not None and duration is not None and "rdma" in (values.get("fabric_probes") or ()) \
+            and isinstance(values.get("fabric_probes"), list) and not lifetime > 2 * duration + RDMA_EXTRA_S + 1:
+        errors.append("fabric_probe_server_lifetime: %s is not more than twice fabric_probe_duration %s + %d + 1 "
+                      "(with the rdma probe each round's slot holds iperf3's run and perftest's)" % (
+                          _show(lifetime), duration, RDMA_EXTRA_S))
     rollback = _number(values.get("fabric_network_rollback_timeout", 180), True)
     confirm = _number(values.get("fabric_network_confirm_timeout", 60), True)
     if rollback and confirm is not None and confirm >= rollback:  # a rollback timeout of 0: no timer to race

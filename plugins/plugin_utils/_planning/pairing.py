@@ -20,8 +20,11 @@ __metaclass__ = type
 
 import ipaddress
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import default
-from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import nic_by_name, ports_under
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import (
+    nic_by_name, ports_under, rdma_endpoint,
+)
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ethernet_goodput
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import NET_EFFICIENCY
 
 
 def all_pairs(hosts):
@@ -169,9 +172,45 @@ def _iface_mtu(facts, iface):
     return (nic_by_name(facts, iface) or {}).get("mtu")
 
 
+def _rdma_parts(client, c_facts, c_where, server, s_facts, s_where, tcp_port, min_fraction):
+    """(the client's and the server's ``rdma`` entries) of a pair for the rdma probe: each end's port and GID index
+    for its address (rdma_endpoint), and on the client the expectation: the slower port's rate as NCCL counts a
+    network's line (NET_EFFICIENCY, the bandwidth model's). Where an end has none, both entries say why
+    (``skip``) and neither end runs perftest."""
+    (c_iface, c_ip), (s_iface, s_ip) = c_where, s_where
+    ends = []
+    for host, facts, iface, ip in ((client, c_facts, c_iface, c_ip), (server, s_facts, s_iface, s_ip)):
+        endpoint, why = rdma_endpoint(facts, iface, str(ip))
+        ends.append((host, endpoint, why))
+    skipped = ["%s: %s" % (host, why) for host, endpoint, why in ends if endpoint is None]
+    if skipped:
+        return {"skip": "; ".join(skipped)}, {"skip": "; ".join(skipped)}
+    (_c, mine, _w), (_s, theirs, _x) = ends
+    keys = ("device", "port", "gid_index", "link_layer")
+    client_part = dict((k, mine[k]) for k in keys)
+    server_part = dict((k, theirs[k]) for k in keys)
+    rates = [r for r in (mine.get("rate_gbps"), theirs.get("rate_gbps")) if isinstance(r, (int, float)) and r > 0]
+    notes = []
+    if mine.get("active_mtu") and theirs.get("active_mtu") and mine["active_mtu"] != theirs["active_mtu"]:
+        notes.append("active MTU %d on %s, %d on %s: the connection uses the smaller" % (
+            mine["active_mtu"], client, theirs["active_mtu"], server))
+    if mine["link_layer"] != theirs["link_layer"]:
+        notes.append("link layer %s on %s, %s on %s" % (mine["link_layer"], client, theirs["link_layer"], server))
+    expected = round(min(rates) * NET_EFFICIENCY, 3) if len(rates) == 2 else None
+    basis = ("the slower port's rate, %g Gbit/s (%s:%s and %s:%s), as NCCL counts a network line (%g)" % (
+        min(rates), mine["device"], mine["port"], theirs["device"], theirs["port"], NET_EFFICIENCY)
+        if expected else "a port's rate unknown")
+    client_part.update(skip=None, tcp_port=tcp_port, peer_device=theirs["device"], peer_port=theirs["port"],
+                       peer_gid_index=theirs["gid_index"], expected_gbps=expected, min_fraction=min_fraction,
+                       basis=basis, notes=notes, software=[e for e in (mine["software"], theirs["software"]) if e])
+    server_part.update(skip=None, tcp_port=tcp_port)
+    return client_part, server_part
+
+
 def targets(inputs, throughput_roles=tuple(default("fabric_probe_throughput_roles")), networks=None,
             all_pairs_max=default("fabric_probe_all_pairs_max"), port=default("fabric_probe_port"),
-            min_fraction=default("fabric_probe_min_fraction"), repeat=default("fabric_probe_repeat")):
+            min_fraction=default("fabric_probe_min_fraction"), repeat=default("fabric_probe_repeat"),
+            rdma=False, rdma_port=default("fabric_probe_rdma_port")):
     """Probe targets for an inventory.
 
     ``inputs``: {host: {"facts": gpuops_fabric facts, "networks": {name: validated network}, "attachments": {},
@@ -182,6 +221,8 @@ def targets(inputs, throughput_roles=tuple(default("fabric_probe_throughput_role
     carries the expected goodput of the bandwidth model (Gbit/s) and its basis. With ``repeat`` above 1 the whole
     list of rounds runs that many times, one pass after the other (a pair's runs apart in time, which is what shows
     goodput that swings); each part says its ``run`` (from 1) of ``runs``, each round has its own port.
+    With ``rdma`` each part of a throughput round also has an ``rdma`` entry (_rdma_parts), its perftest TCP port
+    ``rdma_port`` + the round's index.
     """
     defined = {}
     for host in sorted(inputs):
@@ -244,6 +285,10 @@ def targets(inputs, throughput_roles=tuple(default("fabric_probe_throughput_role
                                    "expected_gbps": expected, "min_fraction": min_fraction,
                                    "basis": "%s: %s Mb/s at MTU %s (%s)" % (basis, speed, mtu, mtu_basis)
                                    if speed else basis}
+                if rdma:
+                    entries[client]["rdma"], entries[server]["rdma"] = _rdma_parts(
+                        client, c_facts, where[client], server, s_facts, where[server], rdma_port + len(rounds),
+                        min_fraction)
             if entries:
                 rounds.append(entries)
     if repeat > 1:
@@ -251,7 +296,9 @@ def targets(inputs, throughput_roles=tuple(default("fabric_probe_throughput_role
         for run in range(repeat):
             for entries in rounds:
                 round_port = port + len(passes)
-                passes.append(dict((host, dict(part, port=round_port, run=run + 1, runs=repeat))
-                                   for host, part in entries.items()))
+                passes.append(dict((host, dict(part, port=round_port, run=run + 1, runs=repeat, **(
+                    {"rdma": dict(part["rdma"], tcp_port=rdma_port + len(passes))}
+                    if part.get("rdma") and not part["rdma"].get("skip") else {})))
+                    for host, part in entries.items()))
         rounds = passes
     return {"jumbo": jumbo, "throughput": rounds, "missing": missing, "plans": plans}

@@ -178,17 +178,21 @@ def probe_errors(ctx):
     grouped = {}
     for entry in probes.get("server_errors") or []:
         if isinstance(entry, dict):
-            grouped.setdefault((str(entry.get("bind")), str(entry.get("peer")), str(entry.get("network"))), []).append(entry)
-    for (bind, peer, network), entries in sorted(grouped.items()):
+            grouped.setdefault((str(entry.get("tool") or "iperf3"), str(entry.get("bind")), str(entry.get("peer")),
+                                str(entry.get("network"))), []).append(entry)
+    for (tool, bind, peer, network), entries in sorted(grouped.items()):
         entry = entries[0]
         runs = entry.get("runs") if isinstance(entry.get("runs"), int) and entry.get("runs") > 1 else None
-        message = "iperf3 server for %s on %s did not start%s: %s" % (
-            peer, network, " in %d of %d runs" % (len(entries), runs) if runs else "",
+        message = "%s server for %s on %s %s%s: %s" % (
+            tool, peer, network, "did not start" if tool == "iperf3" else "failed",
+            " in %d of %d runs" % (len(entries), runs) if runs else "",
             "; ".join(sorted(set(str(e.get("error")) for e in entries))))
-        ports = sorted(set(str(e.get("port")) for e in entries))
-        ctx.finding("iperf3 server %s:%s" % (bind, ports[0]) if len(entries) == 1 else "iperf3 server %s for %s" % (
-            bind, peer), message, entry if len(entries) == 1 else dict(entry, ports=ports,
-                                                                       runs=[e.get("run") for e in entries]))
+        ports = sorted(set(str(e.get("port") if tool == "iperf3" else (e.get("rdma") or {}).get("tcp_port"))
+                           for e in entries))
+        subject = "%s server %s:%s" % (tool, bind, ports[0]) if len(entries) == 1 else "%s server %s for %s" % (
+            tool, bind, peer)
+        ctx.finding(subject, message, entry if len(entries) == 1 else dict(entry, ports=ports,
+                                                                           runs=[e.get("run") for e in entries]))
     throughput = probes.get("throughput") if isinstance(probes.get("throughput"), list) else []
     for entries in by_pair(throughput):
         entry = entries[0]
@@ -205,6 +209,74 @@ def probe_errors(ctx):
                 ctx.host, entry.get("peer"), entry.get("network"), runs_said(entries, len(unmeasured)),
                 "; ".join(sorted(set(str(e["latency"]["error"]) for e in unmeasured)))),
                 {"peer": entry.get("peer"), "network": entry.get("network"), "latency": unmeasured[0]["latency"]})
+
+
+def _latency_said(row):
+    """"latency 1.9 us typical, p99 2.0, p99.9 5.4" from ib_write_lat's row, or "" without one."""
+    if not isinstance(row, dict):
+        return ""
+    said = [("%s %.3g" % (label, finite(row.get(key)))) for key, label in (
+        ("t_typical_us", "typical"), ("p99_us", "p99"), ("p999_us", "p99.9")) if finite(row.get(key)) is not None]
+    return "; latency (us) %s" % ", ".join(said) if said else ""
+
+
+@host_rule(
+    "PROBE-006", "RDMA writes below the ports' rate, or not measured", "fail",
+    """The rdma probe (opt-in: 'rdma' in fabric_probes) ran perftest's ib_write_bw and ib_write_lat between the RDMA
+    ports that carry the pair's addresses, after iperf3 in the same round. Found when the average write bandwidth is
+    below the configured fraction of the slower port's rate as NCCL counts a network line (0.96 of it, the bandwidth
+    model's figure); when the pair could not connect (the cause perftest shows: no TCP connection to the peer's
+    perftest, a queue pair that did not reach RTR because of the GID index, the path MTU or the route between the
+    GIDs); or when the plan could not pair them (no RDMA port under the interface, no RoCE v2 GID for the address, a
+    port not ACTIVE: a warning). The latency percentiles are in the message and evidence, not judged. Under software
+    RoCE (rxe, siw) the rate is the netdev's in steps and says nothing of what the CPU can move: the message says so.""",
+    """For a low figure: the port's rate and width (ibstatus, mlxlink), PFC and ECN on RoCE (STAB-003, STAB-004),
+    the NIC's PCIe slot (PCIE-), and the CPU's frequency governor (perftest's own warning). For a pair that could not
+    connect: the GID table (show_gids, the facts' rdma ports), the addresses on the RDMA port's netdev, the MTU on
+    both ends and the route between the two addresses.""")
+def probe_rdma(ctx):
+    probes = _probes(ctx, "throughput")
+    entries = [e for e in probes["throughput"] if isinstance(e, dict) and isinstance(e.get("rdma"), dict)]
+    if not entries:
+        raise NotApplicable("the rdma probe did not run (opt in: 'rdma' in fabric_probes, with throughput)")
+    for group in by_pair(entries):
+        entry, rdma = group[0], group[0]["rdma"]
+        subject = pair_subject(entry, ctx.host)
+        where = "%s -> %s on %s" % (ctx.host, entry.get("peer"), entry.get("network"))
+        if rdma.get("skip"):
+            ctx.finding(subject, "%s: RDMA not measured: %s" % (where, rdma["skip"]),
+                        {"peer": entry.get("peer"), "network": entry.get("network"), "skip": rdma["skip"]},
+                        severity="warn")
+            continue
+        measured = [(goodput(e["rdma"].get("gbps")), e["rdma"]) for e in group]
+        failed = [r for g, r in measured if g is None]
+        measured = [(g, r) for g, r in measured if g is not None]
+        evidence = dict((k, rdma.get(k)) for k in ("device", "port", "gid_index", "peer_device", "peer_port",
+                                                   "peer_gid_index", "expected_gbps", "min_fraction", "basis",
+                                                   "notes", "software"))
+        evidence.update(peer=entry.get("peer"), network=entry.get("network"), bind=entry.get("bind"),
+                        server=entry.get("server"))
+        if failed and not measured:
+            evidence.update(error=failed[0].get("error"))
+            ctx.finding(subject, "%s: RDMA writes (%s:%s) failed%s: %s" % (
+                where, rdma.get("device"), rdma.get("port"), runs_said(group, len(failed)),
+                "; ".join(sorted(set(str(r.get("error")) for r in failed)))), evidence)
+            continue
+        gbps = median([g for g, _r in measured])
+        latency = measured[-1][1].get("latency")
+        evidence.update(gbps=gbps, latency=latency, runs=[g for g, _r in measured] if len(group) > 1 else None)
+        expected = goodput(rdma.get("expected_gbps")) or None
+        fraction = goodput(rdma.get("min_fraction"))
+        fraction = fraction if fraction and fraction <= 1 else MIN_FRACTION
+        software = " (software RoCE: %s)" % ", ".join(rdma["software"]) if rdma.get("software") else ""
+        if expected is None:
+            ctx.finding(subject, "%s: RDMA writes %.3g Gbit/s; %s, not judged%s" % (
+                where, gbps, rdma.get("basis") or "no expectation", _latency_said(latency)), evidence,
+                severity="info")
+        elif gbps < fraction * expected:
+            ctx.finding(subject, "%s: RDMA writes %.3g Gbit/s, %.3g%% of the %.3g Gbit/s expected (%s)%s; below "
+                        "%d%%%s" % (where, gbps, 100.0 * gbps / expected, expected, rdma.get("basis"), software,
+                                    round(100 * fraction), _latency_said(latency)), evidence)
 
 
 @host_rule(

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.perftest import (
-    BW_KEYS, LAT_KEYS, MAX_ROWS, MIB_GBITS, parse_perftest,
+    BW_KEYS, LAT_KEYS, MAX_ROWS, MIB_GBITS, parse_perftest, part_problem, perftest_argv, run_client, run_server,
 )
 
 from conftest import REALDATA
@@ -155,3 +155,83 @@ def test_truncated_anywhere_never_raises(name):
     for cut in range(0, len(text), max(1, len(text) // 60)):
         parsed = parse_perftest(text[:cut])
         assert all(set(row) >= {"bytes", "iterations"} for row in parsed["rows"])
+
+
+# ---- running a pair: perftest needs an RDMA device, which this machine has not; the run boundary (run_capped) is
+# replaced by one that answers with the real outputs above, the VMs run the real thing (tests/vm)
+
+class Module(object):
+    def __init__(self, missing=()):
+        self.missing = missing
+
+    def get_bin_path(self, name, required=False):
+        return None if name in self.missing else "/usr/bin/" + name
+
+
+def answers(*outputs):
+    """A run_capped that answers each call with the next output, recording the argv and limit."""
+    calls = []
+
+    def run(argv, limit, max_bytes):
+        calls.append((argv, limit))
+        code, out, why = outputs[min(len(calls), len(outputs)) - 1]
+        return code, out, "", why
+    return run, calls
+
+
+PART = {"device": "rxe0", "port": 1, "gid_index": 1, "tcp_port": 18515, "link_layer": "Ethernet"}
+
+
+def test_argv_is_a_list_of_checked_values():
+    assert perftest_argv("/usr/bin/ib_write_bw", PART, ["-D", "5"], "198.18.4.2") == [
+        "/usr/bin/ib_write_bw", "-d", "rxe0", "-i", "1", "-p", "18515", "-F", "-x", "1", "-D", "5", "198.18.4.2"]
+    assert "-x" not in perftest_argv("ib_write_lat", dict(PART, gid_index=None), [])  # InfiniBand: no index
+    assert part_problem(PART) is None and part_problem({"skip": "no RDMA port"}) is None
+    for bad in (dict(PART, device="-x"), dict(PART, device="../rxe0"), dict(PART, device="rxe0;reboot"),
+                dict(PART, device=None), dict(PART, port=0), dict(PART, port=True), dict(PART, gid_index="1"),
+                dict(PART, tcp_port=70000), "rxe0"):
+        assert part_problem(bad), bad
+
+
+def test_client_tries_again_until_the_server_is_up_then_measures():
+    refused = read("ib_write_bw-couldnt-connect-18515-client.txt")
+    run, calls = answers((1, refused, None), (0, read("ib_write_bw-client.txt", VMS), None),
+                         (0, read("ib_write_lat-client.txt", VMS), None))
+    result = run_client(Module(), PART, "198.18.4.2", 5, time.time() + 60, run=run)
+    assert [c[0][0] for c in calls] == ["/usr/bin/ib_write_bw"] * 2 + ["/usr/bin/ib_write_lat"]
+    assert calls[0][0][-3:] == ["5", "--report_gbits", "198.18.4.2"] and calls[2][0][-3:] == ["-n", "1000",
+                                                                                              "198.18.4.2"]
+    assert result["error"] is None and result["gbps"] == 0.14 and result["latency"]["p99_us"] == 5266.85
+    assert result["bandwidth"]["iterations"] == 779
+
+
+def test_client_names_what_it_can_see():
+    rtr = read("ib_write_bw-roce-gid0-zero-gid-failed-modify-qp-rtr-client.txt")
+    run, _calls = answers((1, rtr, None))
+    result = run_client(Module(), PART, "198.18.4.2", 5, time.time() + 60, run=run)
+    assert result["gbps"] is None and result["error"].startswith(
+        "ib_write_bw: the queue pair did not connect (the GID index or its type, the path MTU, or no route between "
+        "the two GIDs): Failed to modify QP 218 to RTR")
+    # refused until the slot is over: the connection is named, not retried past it
+    run, calls = answers((1, read("ib_write_bw-couldnt-connect-18515-client.txt"), None))
+    result = run_client(Module(), PART, "198.18.4.2", 5, time.time() + 16, run=run)
+    assert len(calls) < 5 and result["error"].startswith("ib_write_bw: no TCP connection to the peer's perftest")
+    run, _calls = answers((None, "", "ib_write_bw: no end within 15 s"))
+    assert run_client(Module(), PART, "x", 5, time.time() + 60, run=run)["error"] == (
+        "ib_write_bw: ib_write_bw: no end within 15 s")
+    assert run_client(Module(missing=("ib_write_lat",)), PART, "x", 5, time.time() + 60, run=answers(
+        (0, read("ib_write_bw-client.txt", VMS), None))[0])["error"] == "perftest is not installed (ib_write_lat)"
+    assert run_client(Module(), PART, "x", 5, time.time(), run=run)["error"] == (
+        "ib_write_bw: no time left in the round's slot")
+
+
+def test_server_waits_until_the_deadline_and_says_so():
+    run, calls = answers((0, read("ib_write_bw-server.txt", VMS), None),
+                         (0, read("ib_write_lat-server.txt", VMS), None))
+    assert run_server(Module(), PART, 5, time.time() + 30, run=run) == []
+    assert calls[0][0][-3:] == ["-D", "5", "--report_gbits"] and calls[1][0][-2:] == ["-n", "1000"]
+    assert "198.18.4.2" not in calls[0][0] and 0 < calls[0][1] <= 30
+    run, _calls = answers((None, read("ib_write_bw-roce-gid0-zero-gid-server-waiting-banner-only.txt"),
+                           "ib_write_bw: no end within 29 s"))
+    assert run_server(Module(), PART, 5, time.time() + 30, run=run) == [
+        "ib_write_bw: no client within the slot (ib_write_bw: no end within 29 s)"]

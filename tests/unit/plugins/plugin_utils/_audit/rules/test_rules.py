@@ -47,7 +47,7 @@ def test_healthy_node_passes_everything(healthy):
                           "LLDP-004", "NCCL-001", "NCCL-002", "NCCL-003", "NCCLRUN-001", "NCCLRUN-002", "NCCLRUN-003",
                           "NCCLRUN-004", "NCCLRUN-005", "NCCLRUN-006", "NCCLRUN-008", "NCCLRUN-009",
                           "NCCLRUN-010", "NCCLRUN-011", "NET-008", "PCIE-007", "PROBE-002",
-                          "PROBE-003", "PROBE-004", "PROBE-005", "STAB-001", "STAB-002", "STAB-004",
+                          "PROBE-003", "PROBE-004", "PROBE-005", "PROBE-006", "STAB-001", "STAB-002", "STAB-004",
                           "STAB-005", "STAB-006",
                           "STAB-007", "STAB-008", "STAB-009", "STAB-010"]
 
