@@ -66,10 +66,11 @@ class ActionModule(ControllerAction):
                                     % (", ".join(unknown), ", ".join(sorted(known)) or "none"))
         planned = targets(inputs, args["throughput_roles"], args["networks"], args["all_pairs_max"], args["port"],
                           args["min_fraction"], args["repeat"], args["rdma"], args["rdma_port"])
-        for key in ("port", "rdma_port") if args["rdma"] else ("port",):
-            if args[key] + len(planned["throughput"]) - 1 > 65535:
-                raise AnsibleActionFail("probe_plan: %s: %d + %d round(s) passes 65535 (each round has its own port)"
-                                        % (key, args[key], len(planned["throughput"])))
+        for key, per_round in (("port", 1), ("rdma_port", 2)) if args["rdma"] else (("port", 1),):
+            if args[key] + per_round * len(planned["throughput"]) - 1 > 65535:
+                raise AnsibleActionFail("probe_plan: %s: %d + %d round(s) passes 65535 (each round has %s)" % (
+                    key, args[key], len(planned["throughput"]), "its own port" if per_round == 1 else
+                    "two ports of its own, ib_write_bw's and ib_write_lat's"))
         result.update(changed=False, rdma_extra_s=RDMA_EXTRA_S, **planned)
         # each host's part of every round, for throughput_probe mode=rounds; hosts without any part are left out
         result["throughput_by_host"] = dict(

@@ -80,7 +80,9 @@ options:
     type: bool
     default: false
   rdma_port:
-    description: perftest's TCP port in the first round; each round has its own (O(rdma_port) + its index).
+    description:
+      - perftest's TCP port in the first round, for C(ib_write_bw); C(ib_write_lat) takes the next one. Each round has
+        two of its own (O(rdma_port) + twice its index, and the next).
     type: int
     default: 18515
 """

@@ -166,7 +166,7 @@ def part_problem(part):
     if not isinstance(device, str) or not DEVICE.match(device):
         return "device: %r is not an RDMA device name" % (device,)
     for key, low, high, nullable in (("port", 1, 255, False), ("gid_index", 0, 65535, True),
-                                     ("tcp_port", 1, 65535, False)):
+                                     ("tcp_port", 1, 65534, False)):
         value = part.get(key)
         if value is None and nullable:
             continue
@@ -175,18 +175,20 @@ def part_problem(part):
     return None
 
 
-def perftest_argv(binary, part, extra, server=None):
+def perftest_argv(binary, part, extra, server=None, offset=0):
     """perftest's argv for this end of a pair: its device, port and GID index (none on InfiniBand), the exchange's
-    TCP port, no CPU frequency warning; ``server`` is the peer's address on the client."""
-    argv = [binary, "-d", part["device"], "-i", str(part["port"]), "-p", str(part["tcp_port"]), "-F"]
+    TCP port (``tcp_port`` + ``offset``: ib_write_lat has the next one), no CPU frequency warning; ``server`` is the
+    peer's address on the client."""
+    argv = [binary, "-d", part["device"], "-i", str(part["port"]), "-p", str(part["tcp_port"] + offset), "-F"]
     if part.get("gid_index") is not None:
         argv += ["-x", str(part["gid_index"])]
     return argv + list(extra) + ([server] if server else [])
 
 
 def _tools(duration):
-    return (("ib_write_bw", ["-D", str(duration), "--report_gbits"], duration + SETUP_S),
-            ("ib_write_lat", ["-n", str(LAT_ITERATIONS)], LAT_LIMIT_S))
+    """(program, its options, its time limit, its TCP port's offset from the part's tcp_port) in the order they run."""
+    return (("ib_write_bw", ["-D", str(duration), "--report_gbits"], duration + SETUP_S, 0),
+            ("ib_write_lat", ["-n", str(LAT_ITERATIONS)], LAT_LIMIT_S, 1))
 
 
 def cause(parsed, why=None):
@@ -215,7 +217,7 @@ def run_client(module, part, server, duration, until, run=None):
     from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import run_capped
     run = run or run_capped
     result = {"gbps": None, "bandwidth": None, "latency": None, "error": None, "warnings": []}
-    for tool, extra, limit in _tools(duration):
+    for tool, extra, limit, offset in _tools(duration):
         binary = module.get_bin_path(tool)
         if not binary:
             result["error"] = "perftest is not installed (%s)" % tool
@@ -227,7 +229,8 @@ def run_client(module, part, server, duration, until, run=None):
                 result["error"] = "%s: no time left in the round's slot" % tool
                 return result
             try:
-                code, out, err, why = run(perftest_argv(binary, part, extra, server), min(limit, left), MAX_OUTPUT)
+                code, out, err, why = run(perftest_argv(binary, part, extra, server, offset), min(limit, left),
+                                          MAX_OUTPUT)
             except OSError as exc:
                 code, out, err, why = None, "", "", "%s did not run: %s" % (tool, exc)
             parsed = parse_perftest(out + "\n" + err)
@@ -257,7 +260,7 @@ def run_server(module, part, duration, deadline, run=None):
     from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import run_capped
     run = run or run_capped
     errors = []
-    for tool, extra, _limit in _tools(duration):
+    for tool, extra, _limit, offset in _tools(duration):
         left = deadline - time.time()
         binary = module.get_bin_path(tool)
         if not binary:
@@ -266,7 +269,7 @@ def run_server(module, part, duration, deadline, run=None):
             errors.append("%s: no time left in the round's slot" % tool)
             break
         try:
-            code, out, err, why = run(perftest_argv(binary, part, extra), left, MAX_OUTPUT)
+            code, out, err, why = run(perftest_argv(binary, part, extra, offset=offset), left, MAX_OUTPUT)
         except OSError as exc:
             return ["%s did not run: %s" % (tool, exc)]
         parsed = parse_perftest(out + "\n" + err)

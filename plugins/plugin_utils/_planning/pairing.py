@@ -221,8 +221,10 @@ def targets(inputs, throughput_roles=tuple(default("fabric_probe_throughput_role
     carries the expected goodput of the bandwidth model (Gbit/s) and its basis. With ``repeat`` above 1 the whole
     list of rounds runs that many times, one pass after the other (a pair's runs apart in time, which is what shows
     goodput that swings); each part says its ``run`` (from 1) of ``runs``, each round has its own port.
-    With ``rdma`` each part of a throughput round also has an ``rdma`` entry (_rdma_parts), its perftest TCP port
-    ``rdma_port`` + the round's index.
+    With ``rdma`` each part of a throughput round also has an ``rdma`` entry (_rdma_parts) with two perftest TCP
+    ports of its own, ``tcp_port`` (``rdma_port`` + twice the round's index) for ib_write_bw and the next one for
+    ib_write_lat: a client that ended its bandwidth run first would otherwise reach the bandwidth server's socket,
+    still open, and wait there in vain (seen on the test VMs).
     """
     defined = {}
     for host in sorted(inputs):
@@ -287,8 +289,8 @@ def targets(inputs, throughput_roles=tuple(default("fabric_probe_throughput_role
                                    if speed else basis}
                 if rdma:
                     entries[client]["rdma"], entries[server]["rdma"] = _rdma_parts(
-                        client, c_facts, where[client], server, s_facts, where[server], rdma_port + len(rounds),
-                        min_fraction)
+                        client, c_facts, where[client], server, s_facts, where[server],
+                        rdma_port + 2 * len(rounds), min_fraction)
             if entries:
                 rounds.append(entries)
     if repeat > 1:
@@ -297,7 +299,7 @@ def targets(inputs, throughput_roles=tuple(default("fabric_probe_throughput_role
             for entries in rounds:
                 round_port = port + len(passes)
                 passes.append(dict((host, dict(part, port=round_port, run=run + 1, runs=repeat, **(
-                    {"rdma": dict(part["rdma"], tcp_port=rdma_port + len(passes))}
+                    {"rdma": dict(part["rdma"], tcp_port=rdma_port + 2 * len(passes))}
                     if part.get("rdma") and not part["rdma"].get("skip") else {})))
                     for host, part in entries.items()))
         rounds = passes

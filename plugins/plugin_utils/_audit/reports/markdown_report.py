@@ -10,8 +10,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
-    ALLOWED_COLUMNS, NCCL_COLUMNS, STABILITY_COLUMNS, THROUGHPUT_COLUMNS, allowed_cells, allowed_rows, cabling_cells,
-    group_findings, hosts_by_failures, nccl_cells, stability_cells, throughput_cells, xml_safe,
+    ALLOWED_COLUMNS, NCCL_COLUMNS, RDMA_COLUMNS, STABILITY_COLUMNS, THROUGHPUT_COLUMNS, allowed_cells, allowed_rows,
+    cabling_cells, group_findings, hosts_by_failures, nccl_cells, rdma_cells, stability_cells, throughput_cells,
+    xml_safe,
 )
 
 
@@ -71,6 +72,12 @@ def render_markdown(report):
                   "| %s |" % " | ".join(THROUGHPUT_COLUMNS), "|%s" % ("---|" * len(THROUGHPUT_COLUMNS))]
         for m in throughput:
             lines.append("| %s |" % " | ".join(_md(cell) for cell in throughput_cells(m, "-")))
+    rdma = [m for m in report.get("measurements") or [] if m["kind"] == "rdma"]
+    if rdma:
+        lines += ["", "## Measured RDMA writes (perftest)", "",
+                  "| %s |" % " | ".join(RDMA_COLUMNS), "|%s" % ("---|" * len(RDMA_COLUMNS))]
+        for m in rdma:
+            lines.append("| %s |" % " | ".join(_md(cell) for cell in rdma_cells(m, "-")))
     if allowed_rows(report):
         lines += ["", "## What the hardware allows NCCL's all_reduce (bus bandwidth, large messages)", "",
                   "| %s |" % " | ".join(ALLOWED_COLUMNS), "|%s" % ("---|" * len(ALLOWED_COLUMNS))]

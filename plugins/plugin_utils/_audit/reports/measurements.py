@@ -4,7 +4,7 @@
 #
 # Private to the gpuops.fabric collection: the API may change without notice.
 """The reports' measurements section: what the probes measured, per host -- throughput pairs with their latency
-under load as flat columns, full-size ping pairs, nccl-tests peaks."""
+under load as flat columns, RDMA writes with their latency percentiles, full-size ping pairs, nccl-tests peaks."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -47,6 +47,16 @@ def measurements(expects):
                          "retransmit_percent": entry.get("retransmit_percent"), "error": entry.get("error"),
                          "run": entry.get("run"), "runs": entry.get("runs")})
             rows[-1].update(latency_row(entry.get("latency")))
+            rdma = entry.get("rdma")
+            if isinstance(rdma, dict):
+                latency = rdma.get("latency") if isinstance(rdma.get("latency"), dict) else {}
+                rows.append({"host": host, "kind": "rdma", "peer": entry.get("peer"), "network": entry.get("network"),
+                             "device": rdma.get("device"), "port": rdma.get("port"), "gid_index": rdma.get("gid_index"),
+                             "gbps": rdma.get("gbps"), "expected_gbps": rdma.get("expected_gbps"),
+                             "basis": rdma.get("basis"), "skip": rdma.get("skip"), "error": rdma.get("error"),
+                             "typical_us": finite(latency.get("t_typical_us")), "p99_us": finite(latency.get("p99_us")),
+                             "p999_us": finite(latency.get("p999_us")), "run": entry.get("run"),
+                             "runs": entry.get("runs")})
         for entry in _entries(probes, "jumbo"):
             rows.append({"host": host, "kind": "jumbo", "peer": entry.get("peer"), "network": entry.get("network"),
                          "payload": entry.get("payload"), "mtu": entry.get("mtu"), "status": entry.get("status")})

@@ -127,6 +127,24 @@ def throughput_cells(row, missing):
         row.get("basis") or missing)]
 
 
+RDMA_COLUMNS = ("host", "peer", "network", "port (GID index)", "write Gbit/s", "expected", "latency typical / p99 / "
+                "p99.9 us", "basis")
+
+
+def rdma_cells(row, missing):
+    """An rdma probe measurement's table cells as text (write bandwidth, latency percentiles), or why there is none."""
+    gbps = _figure(row.get("gbps"))
+    latency = [_figure(row.get(k)) for k in ("typical_us", "p99_us", "p999_us")]
+    port = "%s:%s" % (row.get("device"), row.get("port")) if row.get("device") else missing
+    if row.get("device") and row.get("gid_index") is not None:
+        port += " (%s)" % row["gid_index"]
+    said = gbps if gbps is not None else ("not paired: %s" % row["skip"] if row.get("skip") else
+                                          "failed: %s" % row.get("error"))
+    return [str(cell) for cell in (
+        row["host"], peer_label(row), row["network"], port, said, _figure(row.get("expected_gbps")) or missing,
+        " / ".join(v or missing for v in latency) if any(latency) else missing, row.get("basis") or missing)]
+
+
 STABILITY_COLUMNS = ("host", "over", "link flaps", "interface errors", "drops", "NIC discards", "NIC errors",
                      "pause frames", "PCIe corrected", "PCIe uncorrected", "RDMA errors", "TCP sent again")
 _STABILITY_COUNTS = tuple(c for c in STABILITY_COUNTS if c != "tcp_retrans_segs")  # TCP: a share, its own cell

@@ -143,9 +143,9 @@ def probe_throughput(ctx):
         elif gbps < fraction * expected:
             retransmits = sum(r for r in (e.get("retransmits") for _g, e in measured)
                               if isinstance(r, int) and not isinstance(r, bool))
-            ctx.finding(pair_subject(entry, ctx.host), "%s -> %s on %s: %s, %d%% of the %.3g Gbit/s expected (%s); "
+            ctx.finding(pair_subject(entry, ctx.host), "%s -> %s on %s: %s, %s of the %.3g Gbit/s expected (%s); "
                         "below %d%%%s" % (ctx.host, entry.get("peer"), entry.get("network"), said,
-                                          round(100.0 * gbps / expected), expected, entry.get("basis"),
+                                          _share(gbps, expected), expected, entry.get("basis"),
                                           round(100 * fraction),
                                           ", %s retransmits" % retransmits if retransmits else ""),
                         evidence)
@@ -211,6 +211,12 @@ def probe_errors(ctx):
                 {"peer": entry.get("peer"), "network": entry.get("network"), "latency": unmeasured[0]["latency"]})
 
 
+def _share(part, whole):
+    """``part`` as a percentage of ``whole``: whole numbers from 1%, two figures below (0.46%, not 0%)."""
+    value = 100.0 * part / whole
+    return "%d%%" % round(value) if value >= 1 else "%.2g%%" % value
+
+
 def _latency_said(row):
     """"latency 1.9 us typical, p99 2.0, p99.9 5.4" from ib_write_lat's row, or "" without one."""
     if not isinstance(row, dict):
@@ -256,27 +262,37 @@ def probe_rdma(ctx):
                                                    "notes", "software"))
         evidence.update(peer=entry.get("peer"), network=entry.get("network"), bind=entry.get("bind"),
                         server=entry.get("server"))
+        # what differs between the two ends (an active MTU, the link layer): a likely cause, said with the result
+        notes = [str(n) for n in rdma.get("notes") or [] if n] if isinstance(rdma.get("notes"), list) else []
+        noted = " (the plan noted: %s)" % "; ".join(notes) if notes else ""
         if failed and not measured:
             evidence.update(error=failed[0].get("error"))
-            ctx.finding(subject, "%s: RDMA writes (%s:%s) failed%s: %s" % (
+            ctx.finding(subject, "%s: RDMA writes (%s:%s) failed%s: %s%s" % (
                 where, rdma.get("device"), rdma.get("port"), runs_said(group, len(failed)),
-                "; ".join(sorted(set(str(r.get("error")) for r in failed)))), evidence)
+                "; ".join(sorted(set(str(r.get("error")) for r in failed))), noted), evidence)
             continue
         gbps = median([g for g, _r in measured])
         latency = measured[-1][1].get("latency")
-        evidence.update(gbps=gbps, latency=latency, runs=[g for g, _r in measured] if len(group) > 1 else None)
+        # ib_write_bw measured, ib_write_lat not: its error is said with the figure
+        unmeasured = sorted(set(str(r.get("error")) for _g, r in measured if r.get("error")))
+        evidence.update(gbps=gbps, latency=latency, runs=[g for g, _r in measured] if len(group) > 1 else None,
+                        error="; ".join(unmeasured) or None)
+        no_latency = "; latency not measured: %s" % "; ".join(unmeasured) if unmeasured else ""
         expected = goodput(rdma.get("expected_gbps")) or None
         fraction = goodput(rdma.get("min_fraction"))
         fraction = fraction if fraction and fraction <= 1 else MIN_FRACTION
         software = " (software RoCE: %s)" % ", ".join(rdma["software"]) if rdma.get("software") else ""
         if expected is None:
-            ctx.finding(subject, "%s: RDMA writes %.3g Gbit/s; %s, not judged%s" % (
-                where, gbps, rdma.get("basis") or "no expectation", _latency_said(latency)), evidence,
-                severity="info")
+            ctx.finding(subject, "%s: RDMA writes %.3g Gbit/s; %s, not judged%s%s" % (
+                where, gbps, rdma.get("basis") or "no expectation", _latency_said(latency), no_latency), evidence,
+                severity="warn" if unmeasured else "info")
         elif gbps < fraction * expected:
-            ctx.finding(subject, "%s: RDMA writes %.3g Gbit/s, %.3g%% of the %.3g Gbit/s expected (%s)%s; below "
-                        "%d%%%s" % (where, gbps, 100.0 * gbps / expected, expected, rdma.get("basis"), software,
-                                    round(100 * fraction), _latency_said(latency)), evidence)
+            ctx.finding(subject, "%s: RDMA writes %.3g Gbit/s, %s of the %.3g Gbit/s expected (%s)%s; below "
+                        "%d%%%s%s%s" % (where, gbps, _share(gbps, expected), expected, rdma.get("basis"), software,
+                                        round(100 * fraction), _latency_said(latency), no_latency, noted), evidence)
+        elif unmeasured:
+            ctx.finding(subject, "%s: RDMA writes %.3g Gbit/s%s" % (where, gbps, no_latency), evidence,
+                        severity="warn")
 
 
 @host_rule(

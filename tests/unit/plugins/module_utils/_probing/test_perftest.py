@@ -189,7 +189,7 @@ def test_argv_is_a_list_of_checked_values():
     assert part_problem(PART) is None and part_problem({"skip": "no RDMA port"}) is None
     for bad in (dict(PART, device="-x"), dict(PART, device="../rxe0"), dict(PART, device="rxe0;reboot"),
                 dict(PART, device=None), dict(PART, port=0), dict(PART, port=True), dict(PART, gid_index="1"),
-                dict(PART, tcp_port=70000), "rxe0"):
+                dict(PART, tcp_port=70000), dict(PART, tcp_port=65535), "rxe0"):
         assert part_problem(bad), bad
 
 
@@ -201,6 +201,9 @@ def test_client_tries_again_until_the_server_is_up_then_measures():
     assert [c[0][0] for c in calls] == ["/usr/bin/ib_write_bw"] * 2 + ["/usr/bin/ib_write_lat"]
     assert calls[0][0][-3:] == ["5", "--report_gbits", "198.18.4.2"] and calls[2][0][-3:] == ["-n", "1000",
                                                                                               "198.18.4.2"]
+    # ib_write_lat on the next TCP port: the bandwidth server's socket may still be open when the client is done
+    ports = [c[0][c[0].index("-p") + 1] for c in calls]
+    assert ports == ["18515", "18515", "18516"]
     assert result["error"] is None and result["gbps"] == 0.14 and result["latency"]["p99_us"] == 5266.85
     assert result["bandwidth"]["iterations"] == 779
 
@@ -230,6 +233,7 @@ def test_server_waits_until_the_deadline_and_says_so():
                          (0, read("ib_write_lat-server.txt", VMS), None))
     assert run_server(Module(), PART, 5, time.time() + 30, run=run) == []
     assert calls[0][0][-3:] == ["-D", "5", "--report_gbits"] and calls[1][0][-2:] == ["-n", "1000"]
+    assert [c[0][c[0].index("-p") + 1] for c in calls] == ["18515", "18516"]
     assert "198.18.4.2" not in calls[0][0] and 0 < calls[0][1] <= 30
     run, _calls = answers((None, read("ib_write_bw-roce-gid0-zero-gid-server-waiting-banner-only.txt"),
                            "ib_write_bw: no end within 29 s"))

@@ -62,14 +62,14 @@ def test_each_end_runs_on_the_gid_of_its_own_address(vms):
             assert rdma["software"] == ["rxe", "rxe"] and rdma["min_fraction"] == 0.8
             assert server["rdma"] == {"device": "rxe0", "port": 1, "gid_index": index, "link_layer": "Ethernet",
                                       "skip": None, "tcp_port": rdma["tcp_port"]}
-    # a TCP port per round, as iperf3's
-    assert [[p["rdma"]["tcp_port"] for p in r.values()] for r in rounds] == [[18515 + i] * 2 for i in range(2)]
+    # two TCP ports per round (ib_write_bw's, and the next for ib_write_lat), as iperf3 has one
+    assert [[p["rdma"]["tcp_port"] for p in r.values()] for r in rounds] == [[18515 + 2 * i] * 2 for i in range(2)]
     assert all("rdma" not in p for r in targets(inputs(vms))["throughput"] for p in r.values())
 
 
 def test_repeated_passes_keep_a_port_per_round(vms):
     rounds = targets(inputs(vms), rdma=True, rdma_port=20000, repeat=2)["throughput"]
-    assert [sorted(set(p["rdma"]["tcp_port"] for p in r.values())) for r in rounds] == [[20000 + i] for i in range(4)]
+    assert [sorted(set(p["rdma"]["tcp_port"] for p in r.values())) for r in rounds] == [[20000 + 2 * i] for i in range(4)]
     assert [r["vm1"]["run"] for r in rounds] == [1, 1, 2, 2]
 
 
