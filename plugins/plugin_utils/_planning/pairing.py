@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import default
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import (
     nic_by_name, ports_under, rdma_endpoint,
@@ -189,7 +190,7 @@ def _rdma_parts(client, c_facts, c_where, server, s_facts, s_where, tcp_port, mi
     keys = ("device", "port", "gid_index", "link_layer")
     client_part = dict((k, mine[k]) for k in keys)
     server_part = dict((k, theirs[k]) for k in keys)
-    rates = [r for r in (mine.get("rate_gbps"), theirs.get("rate_gbps")) if isinstance(r, (int, float)) and r > 0]
+    rates = [r for r in (finite(mine.get("rate_gbps"), 0.001), finite(theirs.get("rate_gbps"), 0.001)) if r is not None]
     notes = []
     if mine.get("active_mtu") and theirs.get("active_mtu") and mine["active_mtu"] != theirs["active_mtu"]:
         notes.append("active MTU %d on %s, %d on %s: the connection uses the smaller" % (

@@ -72,7 +72,7 @@ def render_markdown(report):
                   "| %s |" % " | ".join(THROUGHPUT_COLUMNS), "|%s" % ("---|" * len(THROUGHPUT_COLUMNS))]
         for m in throughput:
             lines.append("| %s |" % " | ".join(_md(cell) for cell in throughput_cells(m, "-")))
-    rdma = [m for m in report.get("measurements") or [] if m["kind"] == "rdma"]
+    rdma = [m for m in report.get("measurements") or [] if m["kind"] == "perftest"]
     if rdma:
         lines += ["", "## Measured RDMA writes (perftest)", "",
                   "| %s |" % " | ".join(RDMA_COLUMNS), "|%s" % ("---|" * len(RDMA_COLUMNS))]

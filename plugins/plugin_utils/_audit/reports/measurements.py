@@ -50,7 +50,7 @@ def measurements(expects):
             rdma = entry.get("rdma")
             if isinstance(rdma, dict):
                 latency = rdma.get("latency") if isinstance(rdma.get("latency"), dict) else {}
-                rows.append({"host": host, "kind": "rdma", "peer": entry.get("peer"), "network": entry.get("network"),
+                rows.append({"host": host, "kind": "perftest", "peer": entry.get("peer"), "network": entry.get("network"),
                              "device": rdma.get("device"), "port": rdma.get("port"), "gid_index": rdma.get("gid_index"),
                              "gbps": rdma.get("gbps"), "expected_gbps": rdma.get("expected_gbps"),
                              "basis": rdma.get("basis"), "skip": rdma.get("skip"), "error": rdma.get("error"),

@@ -96,7 +96,7 @@ def test_each_rdma_measurement_is_a_report_row(healthy):
     expects = {"n1": probes(dict(entry(), rdma=rdma()), dict(entry(), network="storage", rdma=rdma(error="refused")),
                             dict(entry(), peer="n3", rdma=rdma(skip="n3: no RDMA port under bond0.100")),
                             dict(entry(), peer="n4"))}
-    rows = [r for r in measurements(expects) if r["kind"] == "rdma"]
+    rows = [r for r in measurements(expects) if r["kind"] == "perftest"]
     assert [(r["peer"], r["network"], r["gbps"], r["p99_us"], r["error"], r["skip"]) for r in rows] == [
         ("n2", "training", 0.14, 5266.85, None, None), ("n2", "storage", None, None, "refused", None),
         ("n3", "training", None, None, None, "n3: no RDMA port under bond0.100")]
