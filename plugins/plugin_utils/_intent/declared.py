@@ -349,6 +349,13 @@ def check_values(values, errors):
         errors.append("fabric_probe_server_lifetime: %s is not more than twice fabric_probe_duration %s + %d + 1 "
                       "(with the rdma probe each round's slot holds iperf3's run and perftest's)" % (
                           _show(lifetime), duration, RDMA_EXTRA_S))
+    probes = values.get("fabric_probes")
+    if isinstance(probes, list) and "throughput" not in probes:
+        # each of these rides on the throughput rounds: without them it would silently measure nothing
+        for riding in ("latency", "rdma"):
+            if riding in probes:
+                errors.append("fabric_probes: %s holds %s but not throughput, which it runs inside (add throughput, "
+                              "or leave %s out)" % (_show(probes), riding, riding))
     rollback = _number(values.get("fabric_network_rollback_timeout", 180), True)
     confirm = _number(values.get("fabric_network_confirm_timeout", 60), True)
     if rollback and confirm is not None and confirm >= rollback:  # a rollback timeout of 0: no timer to race

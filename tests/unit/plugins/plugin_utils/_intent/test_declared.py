@@ -163,6 +163,23 @@ def test_a_server_lifetime_shorter_than_a_round_names_both_settings():
     assert "round_timeout" not in errors[0]
 
 
+def test_the_rdma_probe_needs_its_rounds_and_a_slot_that_holds_it():
+    """rdma (and latency) run inside the throughput rounds: asked for without them, the run says so before any host
+    is touched; with rdma a round's slot holds iperf3's run and perftest's."""
+    errors, _warnings = preflight(["gpu1"], {"gpu1": {"fabric_probes": ["jumbo", "rdma"]}}.get)
+    assert errors == ["gpu1: fabric_probes: ['jumbo', 'rdma'] holds rdma but not throughput, which it runs inside "
+                      "(add throughput, or leave rdma out)"]
+    errors, _warnings = preflight(["gpu1"], {"gpu1": {"fabric_probes": ["latency"]}}.get)
+    assert [e for e in errors if "holds latency but not throughput" in e], errors
+    errors, _warnings = preflight(["gpu1"], {"gpu1": {"fabric_probes": ["throughput", "rdma"],
+                                                      "fabric_probe_server_lifetime": 30,
+                                                      "fabric_probe_duration": 5}}.get)
+    assert errors == ["gpu1: fabric_probe_server_lifetime: 30 is not more than twice fabric_probe_duration 5 + 25 + 1 "
+                      "(with the rdma probe each round's slot holds iperf3's run and perftest's)"]
+    assert preflight(["gpu1"], {"gpu1": {"fabric_probes": ["throughput", "rdma"], "fabric_probe_server_lifetime": 37,
+                                         "fabric_probe_duration": 5}}.get)[0] == []
+
+
 def test_run_wide_settings_given_differently_are_an_error():
     hostvars = {"gpu1": {"fabric_probe_duration": 5}, "gpu2": {"fabric_probe_duration": 30}, "gpu3": {}}
     errors, _warnings = preflight(["gpu1", "gpu2", "gpu3"], hostvars.get)
