@@ -274,7 +274,7 @@ def run_server(module, part, duration, deadline, run=None):
             return ["%s did not run: %s" % (tool, exc)]
         parsed = parse_perftest(out + "\n" + err)
         if why or code != 0:
-            errors.append("%s: %s" % (tool, cause(parsed, why and "did not end within the slot: no client came, or the "
-                                                            "run stalled (%s)" % why)))
+            stalled = why and "did not end within the slot: no client came, or the run stalled (%s)" % why
+            errors.append("%s: %s" % (tool, cause(parsed, stalled)))
             break
     return errors
