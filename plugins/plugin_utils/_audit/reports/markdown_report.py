@@ -16,6 +16,13 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model
 )
 
 
+def _table(lines, title, columns, rows, cells):
+    """A section of one table, its rows' cells by ``cells(row, "-")``; nothing where there are no rows."""
+    if rows:
+        lines += ["", "## %s" % title, "", "| %s |" % " | ".join(columns), "|%s" % ("---|" * len(columns))]
+        lines.extend("| %s |" % " | ".join(_md(cell) for cell in cells(row, "-")) for row in rows)
+
+
 def _md(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -61,28 +68,15 @@ def render_markdown(report):
         for f in waived:
             cells = (_md(f["host"] or "inventory"), f["id"], _md(f["subject"]), _md(f["waiver"]["reason"]), f["waiver"]["expires"])
             lines.append("| %s | %s | %s | %s | %s |" % cells)
-    if report.get("stability"):
-        lines += ["", "## Stability: counters grown, per hour", "",
-                  "| %s |" % " | ".join(STABILITY_COLUMNS), "|%s" % ("---|" * len(STABILITY_COLUMNS))]
-        for row in report["stability"]:
-            lines.append("| %s |" % " | ".join(_md(cell) for cell in stability_cells(row, "-")))
-    throughput = [m for m in report.get("measurements") or [] if m["kind"] == "throughput"]
-    if throughput:
-        lines += ["", "## Measured throughput and latency under load", "",
-                  "| %s |" % " | ".join(THROUGHPUT_COLUMNS), "|%s" % ("---|" * len(THROUGHPUT_COLUMNS))]
-        for m in throughput:
-            lines.append("| %s |" % " | ".join(_md(cell) for cell in throughput_cells(m, "-")))
-    rdma = [m for m in report.get("measurements") or [] if m["kind"] == "perftest"]
-    if rdma:
-        lines += ["", "## Measured RDMA writes (perftest)", "",
-                  "| %s |" % " | ".join(RDMA_COLUMNS), "|%s" % ("---|" * len(RDMA_COLUMNS))]
-        for m in rdma:
-            lines.append("| %s |" % " | ".join(_md(cell) for cell in rdma_cells(m, "-")))
-    if allowed_rows(report):
-        lines += ["", "## What the hardware allows NCCL's all_reduce (bus bandwidth, large messages)", "",
-                  "| %s |" % " | ".join(ALLOWED_COLUMNS), "|%s" % ("---|" * len(ALLOWED_COLUMNS))]
-        for row in allowed_rows(report):
-            lines.append("| %s |" % " | ".join(_md(cell) for cell in allowed_cells(row, "-")))
+    _table(lines, "Stability: counters grown, per hour", STABILITY_COLUMNS, report.get("stability") or [],
+           stability_cells)
+    measured = report.get("measurements") or []
+    _table(lines, "Measured throughput and latency under load", THROUGHPUT_COLUMNS,
+           [m for m in measured if m["kind"] == "throughput"], throughput_cells)
+    _table(lines, "Measured RDMA writes (perftest)", RDMA_COLUMNS, [m for m in measured if m["kind"] == "perftest"],
+           rdma_cells)
+    _table(lines, "What the hardware allows NCCL's all_reduce (bus bandwidth, large messages)", ALLOWED_COLUMNS,
+           allowed_rows(report), allowed_cells)
     if report.get("nccl"):
         lines += ["", "## NCCL: what it chose beside what the hardware offers", "",
                   "| %s |" % " | ".join(NCCL_COLUMNS), "|%s" % ("---|" * len(NCCL_COLUMNS))]
