@@ -19,7 +19,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+import time
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import run_capped
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.values import finite
 
 MAX_OUTPUT = 256 * 1024  # characters of a report looked at
@@ -213,8 +215,6 @@ def run_client(module, part, server, duration, until, run=None):
     while the peer's server is not up yet and ``until`` (a time) allows. {"gbps", "bandwidth", "latency", "error",
     "warnings"}: the average bandwidth in Gbit/s and its row, the latency row (microseconds: t_min, t_typical, t_avg,
     t_max, p99, p999), and the first failure's cause."""
-    import time
-    from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import run_capped
     run = run or run_capped
     result = {"gbps": None, "bandwidth": None, "latency": None, "error": None, "warnings": []}
     for tool, extra, limit, offset in _tools(duration):
@@ -256,8 +256,6 @@ def run_client(module, part, server, duration, until, run=None):
 def run_server(module, part, duration, deadline, run=None):
     """This end of a pair as the server: ib_write_bw, then ib_write_lat, each waiting for the client until
     ``deadline`` (a time) at most. The errors, each a text (a server the client never reached says so)."""
-    import time
-    from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import run_capped
     run = run or run_capped
     errors = []
     for tool, extra, _limit, offset in _tools(duration):
