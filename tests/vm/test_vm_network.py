@@ -406,38 +406,45 @@ def flap(n, link="d2", interface="enp0s5"):
     raise AssertionError("%s of vm%d did not count the flap" % (interface, n))
 
 
-@pytest.mark.parametrize("vms", ["netplan"], indirect=True)  # the kernel counts the flap, whatever wrote the bond
-def test_a_flap_inside_the_audit_window(vms, ansible_env, tmp_path):
-    """fabric_audit_window on a real kernel: one audit reads the counters, waits, reads them again. While it waits,
-    qemu flaps vm1's enp0s5: STAB-001 names that leg, judged over the window (not since boot), and no other
-    interface, although every counter was read twice."""
+def windowed_audit(vms, ansible_env, report_dir, during, window):
+    """The audit with a counters window of ``window`` seconds, ``during()`` run once, when both VMs' first reading is
+    done and the audit waits: (the report, what ``during`` returned, the playbook's output)."""
     import threading
-    import time
-    report_dir = tmp_path / "window"
     audit = subprocess.Popen(
         ["ansible-playbook", "-i", vms["inventory"], "gpuops.fabric.audit", "-e", "fabric_report_dir=%s" % report_dir,
-         "-e", "fabric_audit_fail_on=never", "-e", "fabric_audit_window=30"],
+         "-e", "fabric_audit_fail_on=never", "-e", "fabric_audit_window=%d" % window],
         env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_TIMEOUT="60", ANSIBLE_PIPELINING="1",
                  PYTHONUNBUFFERED="1"),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
     watchdog = threading.Timer(900, audit.kill)
     watchdog.start()
-    lines, flapped_at = [], None
+    lines, ran = [], None
     try:
         for line in audit.stdout:
             lines.append(line)
-            if flapped_at is None and line.startswith("TASK [Wait fabric_audit_window seconds]"):
-                flap(1)  # the first reading is done on both VMs; the second comes 30 s after the wait began
-                flapped_at = time.time()
+            if ran is None and line.startswith("TASK [Wait fabric_audit_window seconds]"):
+                ran = during()
         audit.wait()
     finally:
         watchdog.cancel()
     output = "".join(lines)
-    assert audit.returncode == 0, output[-3000:]
-    assert flapped_at is not None, output[-3000:]
-    assert "TASK [Gather topology facts again]" in output
+    assert audit.returncode == 0 and ran is not None, output[-3000:]
     with open(str(report_dir / "report.json")) as handle:
-        report = json.load(handle)
+        return json.load(handle), ran, output
+
+
+@pytest.mark.parametrize("vms", ["netplan"], indirect=True)  # the kernel counts the flap, whatever wrote the bond
+def test_a_flap_inside_the_audit_window(vms, ansible_env, tmp_path):
+    """fabric_audit_window on a real kernel: one audit reads the counters, waits, reads them again. While it waits,
+    qemu flaps vm1's enp0s5: STAB-001 names that leg, judged over the window (not since boot), and no other
+    interface, although every counter was read twice."""
+    import time
+
+    def flapped_at():
+        flap(1)  # the first reading is done on both VMs; the second comes 30 s after the wait began
+        return time.time()
+    report, _when, output = windowed_audit(vms, ansible_env, tmp_path / "window", flapped_at, 30)
+    assert "TASK [Gather topology facts again]" in output
     flapped = [f for f in report["findings"] if f["id"] == "STAB-001"]
     assert [(f["host"], f["subject"]) for f in flapped] == [("vm1", "enp0s5")], flapped
     evidence = flapped[0]["evidence"]
@@ -765,32 +772,6 @@ def rdma_write(seconds, keep=None):
     return said
 
 
-def windowed_audit(vms, ansible_env, report_dir, during):
-    """The audit with a counters window of 20 s, ``during()`` run while it waits: the report's findings."""
-    import threading
-    audit = subprocess.Popen(
-        ["ansible-playbook", "-i", vms["inventory"], "gpuops.fabric.audit", "-e", "fabric_report_dir=%s" % report_dir,
-         "-e", "fabric_audit_fail_on=never", "-e", "fabric_audit_window=20"],
-        env=dict(ansible_env, ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_TIMEOUT="60", ANSIBLE_PIPELINING="1",
-                 PYTHONUNBUFFERED="1"),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
-    watchdog = threading.Timer(900, audit.kill)
-    watchdog.start()
-    lines, ran = [], None
-    try:
-        for line in audit.stdout:
-            lines.append(line)
-            if ran is None and line.startswith("TASK [Wait fabric_audit_window seconds]"):
-                ran = during()
-        audit.wait()
-    finally:
-        watchdog.cancel()
-    output = "".join(lines)
-    assert audit.returncode == 0 and ran is not None, output[-3000:]
-    with open(str(report_dir / "report.json")) as handle:
-        return json.load(handle)["findings"], ran
-
-
 @pytest.mark.parametrize("vms", ["netplan"], indirect=True)
 def test_rdma_counters_grow_under_loss_and_stay_quiet_without(vms, ansible_env, tmp_path):
     """Soft-RoCE's transport counters between two readings of one audit (fabric_audit_window), on a real kernel
@@ -800,17 +781,17 @@ def test_rdma_counters_grow_under_loss_and_stay_quiet_without(vms, ansible_env, 
     under TCG Soft-RoCE moves a few hundred Mbit/s at most."""
     soft_roce_ready(vms, ansible_env)
     keep = os.environ.get("GPUOPS_RDMA_CAPTURE")
-    findings, said = windowed_audit(vms, ansible_env, tmp_path / "clean", lambda: rdma_write(5, keep))
+    report, said, _output = windowed_audit(vms, ansible_env, tmp_path / "clean", lambda: rdma_write(5, keep), 20)
     assert "Gb/sec" in said["ib_write_bw"] and "usec" in said["ib_write_lat"], said
-    assert [f for f in findings if f["id"] == "STAB-004"] == []
+    assert [f for f in report["findings"] if f["id"] == "STAB-004"] == []
     before = dict((n, rxe_counters(n)) for n in (1, 2))
     vm(1, "modprobe sch_netem && for leg in enp0s4 enp0s5; do tc qdisc replace dev $leg root netem loss 5%; done")
     try:
-        findings, _said = windowed_audit(vms, ansible_env, tmp_path / "lossy", lambda: rdma_write(5))
+        report, _said, _output = windowed_audit(vms, ansible_env, tmp_path / "lossy", lambda: rdma_write(5), 20)
     finally:
         vm(1, "for leg in enp0s4 enp0s5; do tc qdisc del dev $leg root 2>/dev/null || true; done")
     grown = dict((n, dict((c, rxe_counters(n)[c] - before[n][c]) for c in RXE_TRANSPORT)) for n in (1, 2))
-    named = [f for f in findings if f["id"] == "STAB-004"]
+    named = [f for f in report["findings"] if f["id"] == "STAB-004"]
     assert named and all(f["subject"] == "rxe0/1" for f in named), (named, grown)
     for finding in named:
         judged = finding["evidence"]["counters"]
