@@ -805,8 +805,8 @@ def test_rdma_probe_between_the_vms(vms, ansible_env, tmp_path):
     """The rdma probe in the audit's probes (issue 35): after iperf3 in each round, perftest between the VMs' rxe
     ports, each end on the GID index the kernel holds for its own address on that network (checked here from sysfs).
     Soft-RoCE under TCG moves a fraction of a percent of the 100 Gbit/s its ports say: PROBE-006 names each pair as
-    software RoCE below its ports' rate, with the latency percentiles (or, where ib_write_lat stalled, why there are
-    none); no perftest server failed otherwise, none is left running."""
+    software RoCE below its ports' rate, with the latency percentiles; no perftest server failed, none is left
+    running."""
     soft_roce_ready(vms, ansible_env)
     report_dir = tmp_path / "probes"
     audit = playbook(ansible_env, vms["inventory"], "gpuops.fabric.audit", "-e", "fabric_probes_enabled=true",
@@ -826,15 +826,10 @@ def test_rdma_probe_between_the_vms(vms, ansible_env, tmp_path):
         assert evidence["peer_gid_index"] == kernel_gid_index(3 - n, vlan, "198.18.%d.%d" % (subnet, 3 - n))
         assert finding["severity"] == "fail" and evidence["expected_gbps"] == 96.0, finding
         assert 0 < evidence["gbps"] < 0.8 * 96.0 and "(software RoCE: rxe, rxe)" in finding["message"], finding
-        # ib_write_lat between the VMs stalls in about half the runs (both ends stay in its ping-pong until killed:
-        # seen in 2 of 4 runs, cause not found; issue 35's note). The probe must then say so, on both ends.
-        if evidence["latency"] is not None:
-            assert evidence["latency"]["p99_us"] > 0 and "latency (us) typical" in finding["message"], finding
-        else:
-            assert "latency not measured: ib_write_lat: " in finding["message"], finding
-    for host in ("vm1", "vm2"):
-        stalled = [f for f in report["findings"] if f["id"] == "PROBE-004" and f["host"] == host]
-        assert all(f["subject"].startswith("perftest server") and "ib_write_lat: did not end within the slot"
-                   in f["message"] for f in stalled), stalled
+        # ib_write_lat has the rest of the slot: on this machine, busy, its 1000 writes took 8 s and more, and a
+        # fixed 10 s bound cut about half of them (the server then waited for the slot's end: no stall of rxe)
+        assert evidence["latency"]["p99_us"] > evidence["latency"]["t_typical_us"] > 0, finding
+        assert "latency (us) typical" in finding["message"], finding
+    assert [f for f in report["findings"] if f["id"] == "PROBE-004"] == []
     for index in (1, 2):
         assert vm(index, "pgrep -c 'ib_write_(bw|lat)' || true").stdout.strip() == "0"

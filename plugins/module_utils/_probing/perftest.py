@@ -78,15 +78,27 @@ def _number(text):
     return finite(value)
 
 
+# what perftest prints for a figure it could not compute (t_stdev of a run with one very slow write: "-nan")
+_NOT_A_FIGURE = frozenset(("nan", "-nan", "+nan", "inf", "-inf", "+inf"))
+
+
 def _row(columns, fields):
-    """A table row as {key: number}: None where the row is not one (a field is not a number, or the count differs)."""
+    """A table row as {key: number}: None where the row is not one (a field is neither a number nor perftest's
+    nan or inf, or the count differs). A nan or inf field is None in the row (not measured); the row's other
+    figures stand."""
     if len(fields) != len(columns):
         return None
     row = {}
     for (key, unit), field in zip(columns, fields):
         value = _number(field)
         if value is None:
-            return None
+            if field.lower() not in _NOT_A_FIGURE:
+                return None
+            if key in ("bytes", "iterations"):
+                return None
+            if key is not None:
+                row[key] = None
+            continue
         if key is None:
             continue
         if key.startswith("bw_"):
@@ -151,7 +163,10 @@ def parse_perftest(text):
 # ---- running a pair --------------------------------------------------------------------------------------------
 RDMA_EXTRA_S = 25  # a round's slot with the rdma probe: + the measurement's duration (ib_write_bw -D) + this
 LAT_ITERATIONS = 1000  # ib_write_lat's writes (2 bytes each): milliseconds on a real port
-LAT_LIMIT_S = 10  # ib_write_lat's own run at most (under software emulation 1000 writes take about a second)
+# ib_write_lat runs until the round's slot ends: its writes are a ping-pong, so a client cut off early leaves its
+# server waiting for the slot's end anyway. Under software emulation on a busy machine 1000 writes took 8 s and more
+# (a fixed 10 s cut most of them). A run is started only while this much of the slot is left.
+LAT_MIN_S = 10
 SETUP_S = 10  # beyond -D: connecting the queue pairs and registering memory, slow under emulation
 DEVICE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # an RDMA device name: never an option or a path
 REFUSED = ("couldn't connect", "unable to open file descriptor for socket connection")
@@ -188,9 +203,10 @@ def perftest_argv(binary, part, extra, server=None, offset=0):
 
 
 def _tools(duration):
-    """(program, its options, its time limit, its TCP port's offset from the part's tcp_port) in the order they run."""
-    return (("ib_write_bw", ["-D", str(duration), "--report_gbits"], duration + SETUP_S, 0),
-            ("ib_write_lat", ["-n", str(LAT_ITERATIONS)], LAT_LIMIT_S, 1))
+    """(program, its options, its time limit (None: the rest of the slot), the least time a run is started with, its
+    TCP port's offset from the part's tcp_port) in the order they run."""
+    return (("ib_write_bw", ["-D", str(duration), "--report_gbits"], duration + SETUP_S, duration + SETUP_S, 0),
+            ("ib_write_lat", ["-n", str(LAT_ITERATIONS)], None, LAT_MIN_S, 1))
 
 
 def cause(parsed, why=None):
@@ -217,7 +233,7 @@ def run_client(module, part, server, duration, until, run=None):
     t_max, p99, p999), and the first failure's cause."""
     run = run or run_capped
     result = {"gbps": None, "bandwidth": None, "latency": None, "error": None, "warnings": []}
-    for tool, extra, limit, offset in _tools(duration):
+    for tool, extra, limit, minimum, offset in _tools(duration):
         binary = module.get_bin_path(tool)
         if not binary:
             result["error"] = "perftest is not installed (%s)" % tool
@@ -229,15 +245,15 @@ def run_client(module, part, server, duration, until, run=None):
                 result["error"] = "%s: no time left in the round's slot" % tool
                 return result
             try:
-                code, out, err, why = run(perftest_argv(binary, part, extra, server, offset), min(limit, left),
-                                          MAX_OUTPUT)
+                code, out, err, why = run(perftest_argv(binary, part, extra, server, offset),
+                                          left if limit is None else min(limit, left), MAX_OUTPUT)
             except OSError as exc:
                 code, out, err, why = None, "", "", "%s did not run: %s" % (tool, exc)
             parsed = parse_perftest(out + "\n" + err)
             refused = not parsed["rows"] and any(r in " ".join(parsed["errors"]).lower() for r in REFUSED)
             # the peer's server is not up yet (its iperf3 part, the start of its round): again, while the slot
             # still holds a whole run
-            if not refused or time.time() + pause + limit > until:
+            if not refused or time.time() + pause + minimum > until:
                 break
             time.sleep(pause)
             pause = min(2.0, pause * 1.5)
@@ -247,6 +263,9 @@ def run_client(module, part, server, duration, until, run=None):
             result["error"] = "%s: %s" % (tool, cause(parsed, why))
             return result
         if tool == "ib_write_bw":
+            if row.get("bw_average_gbps") is None:  # printed as nan or inf
+                result["error"] = "%s: perftest printed no average bandwidth" % tool
+                return result
             result["bandwidth"], result["gbps"] = row, row.get("bw_average_gbps")
         else:
             result["latency"] = row
@@ -258,7 +277,7 @@ def run_server(module, part, duration, deadline, run=None):
     ``deadline`` (a time) at most. The errors, each a text (a server the client never reached says so)."""
     run = run or run_capped
     errors = []
-    for tool, extra, _limit, offset in _tools(duration):
+    for tool, extra, _limit, _minimum, offset in _tools(duration):
         left = deadline - time.time()
         binary = module.get_bin_path(tool)
         if not binary:

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.perftest import (
-    BW_KEYS, LAT_KEYS, MAX_ROWS, MIB_GBITS, parse_perftest, part_problem, perftest_argv, run_client, run_server,
+    BW_KEYS, LAT_KEYS, LAT_MIN_S, MAX_ROWS, MIB_GBITS, SETUP_S, parse_perftest, part_problem, perftest_argv, run_client, run_server,
 )
 
 from conftest import REALDATA
@@ -82,6 +82,33 @@ def test_the_test_vms_soft_roce_as_printed():
     assert posted["rows"][0]["bw_peak_gbps"] is None and posted["rows"][0]["bw_average_gbps"] > 80
 
 
+def test_a_figure_perftest_could_not_compute_leaves_the_rest_of_the_row():
+    """The VMs' ib_write_lat on a busy machine (one write of 445 ms): perftest printed t_stdev as -nan, on both ends.
+    The row stands, that figure is None (not measured); a field that is neither a number nor nan/inf still makes the
+    line no row, and a count that is not one (bytes, iterations) is never None."""
+    for side in ("client", "server"):
+        lat = parse_perftest(read("ib_write_lat-stdev-nan-loaded-host-%s.txt" % side, VMS))
+        assert len(lat["rows"]) == 1 and lat["errors"] == [], lat
+        row = lat["rows"][0]
+        assert row["t_stdev_us"] is None and row["iterations"] == 1000 and row["bytes"] == 2
+        assert row["t_max_us"] > 440000 and 0 < row["t_typical_us"] < row["p99_us"] < row["p999_us"], row
+    assert parse_perftest(read("ib_write_lat-stdev-nan-loaded-host-client.txt", VMS))["rows"][0]["p99_us"] == 6849.22
+    head = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   " \
+           "99% percentile[usec]   99.9% percentile[usec]\n"
+    for cell, kept in (("inf", True), ("-INF", True), ("nan", True), ("n/a", False), ("12abc", False)):
+        rows = parse_perftest(head + " 2 1000 1.0 9.0 2.0 2.5 %s 8.0 9.0\n" % cell)["rows"]
+        assert bool(rows) is kept and (not rows or rows[0]["t_stdev_us"] is None), (cell, rows)
+    assert parse_perftest(head + " 2 nan 1.0 9.0 2.0 2.5 0.1 8.0 9.0\n")["rows"] == []
+    bw_head = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+    assert parse_perftest(bw_head + " 65536 779 -nan 0.14 0.000258\n")["rows"] == [
+        {"bytes": 65536, "iterations": 779, "bw_peak_gbps": None, "bw_average_gbps": 0.14, "msg_rate_mpps": 0.000258}]
+    # an average that is not a figure: the row says so, and the client takes it as no measurement, with its cause
+    assert parse_perftest(bw_head + " 65536 5000 1.0 inf 0.1\n")["rows"][0]["bw_average_gbps"] is None
+    run, _calls = answers((0, bw_head + " 65536 5000 1.0 inf 0.1\n", None))
+    result = run_client(Module(), PART, "198.18.4.2", 5, time.time() + 60, run=run)
+    assert result["gbps"] is None and result["error"] == "ib_write_bw: perftest printed no average bandwidth", result
+
+
 def test_mib_per_second_is_converted_to_gbits():
     """OFED 24.07 prints MiB/sec, older releases MB/sec: both are 2^20 bytes (4020.54 MiB/s is 33.73 Gbit/s)."""
     parsed = parse_perftest(read("ib_write_bw-ib-loopback-run_perftest_loopback-ofed24.07-interleaved.txt"))
@@ -128,8 +155,7 @@ HEADER = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   Msg
 
 
 @pytest.mark.parametrize("text", [
-    "", None, b"\xff\xfe\x00", 42, "#bytes\n1 2 3\n", HEADER, HEADER + " 65536 5000 nan 1.0 0.1\n",
-    HEADER + " 65536 5000 inf 1.0 0.1\n", HEADER + " 65536 5000 1.0 1.0\n", HEADER + " -5 5000 1.0 1.0 0.1\n",
+    "", None, b"\xff\xfe\x00", 42, "#bytes\n1 2 3\n", HEADER, HEADER + " 65536 5000 1.0 1.0\n", HEADER + " -5 5000 1.0 1.0 0.1\n",
     HEADER.replace("Gb/sec", "KB/sec") + " 65536 5000 1.0 1.0 0.1\n", " GID index : x\n Mtu : \n : \n",
     "\x00" * 5000, "Device : " + "a" * 100000,
 ])
@@ -206,6 +232,22 @@ def test_client_tries_again_until_the_server_is_up_then_measures():
     assert ports == ["18515", "18515", "18516"]
     assert result["error"] is None and result["gbps"] == 0.14 and result["latency"]["p99_us"] == 5266.85
     assert result["bandwidth"]["iterations"] == 779
+
+
+def test_latency_runs_until_the_slot_ends_and_is_started_only_with_time_for_it():
+    """ib_write_lat is a ping-pong: its client may take the rest of the round's slot (under emulation on a busy
+    machine it took 8 s and more, and the server waits for the slot's end anyway); ib_write_bw keeps its own bound.
+    A latency server not up yet is tried again only while LAT_MIN_S of the slot is left."""
+    until = time.time() + 60
+    bandwidth, latency = read("ib_write_bw-client.txt", VMS), read("ib_write_lat-client.txt", VMS)
+    run, calls = answers((0, bandwidth, None), (0, latency, None))
+    assert run_client(Module(), PART, "198.18.4.2", 5, until, run=run)["error"] is None
+    assert calls[0][1] == 5 + SETUP_S and 58 < calls[1][1] <= 60, calls
+    refused = read("ib_write_bw-couldnt-connect-18515-client.txt").replace("18515", "18516")
+    run, calls = answers((0, read("ib_write_bw-client.txt", VMS), None), (1, refused, None))
+    result = run_client(Module(), PART, "198.18.4.2", 5, time.time() + LAT_MIN_S + 1.5, run=run)
+    assert 2 <= len(calls) <= 6 and result["latency"] is None and result["gbps"] == 0.14
+    assert result["error"].startswith("ib_write_lat: no TCP connection to the peer's perftest"), result
 
 
 def test_client_names_what_it_can_see():
