@@ -17,8 +17,9 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.topol
     CSS as TOPOLOGY_CSS, topology_svg,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
-    ALLOWED_COLUMNS, NCCL_COLUMNS, STABILITY_COLUMNS, THROUGHPUT_COLUMNS, allowed_cells, allowed_rows, cabling_cells,
-    group_findings, hosts_by_failures, nccl_cells, peer_label, stability_cells, throughput_cells, worst_severity, xml_safe,
+    ALLOWED_COLUMNS, NCCL_COLUMNS, RDMA_COLUMNS, STABILITY_COLUMNS, THROUGHPUT_COLUMNS, allowed_cells, allowed_rows,
+    cabling_cells, group_findings, hosts_by_failures, nccl_cells, peer_label, rdma_cells, stability_cells,
+    throughput_cells, worst_severity, xml_safe,
 )
 
 _CSS = """
@@ -121,6 +122,14 @@ def render_html(report):
                 '<table id="throughput"><thead><tr>%s</tr></thead><tbody>' % heads]
         for m in throughput:
             out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in throughput_cells(m, "")))
+        out.append("</tbody></table>")
+    rdma = [m for m in report.get("measurements") or [] if m["kind"] == "perftest"]
+    if rdma:
+        heads = "".join("<th>%s</th>" % esc(c) for c in RDMA_COLUMNS)
+        out += ["<h2>Measured RDMA writes (perftest)</h2>",
+                '<table id="rdma"><thead><tr>%s</tr></thead><tbody>' % heads]
+        for m in rdma:
+            out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in rdma_cells(m, "")))
         out.append("</tbody></table>")
     if allowed_rows(report):
         heads = "".join("<th>%s</th>" % esc(c) for c in ALLOWED_COLUMNS)

@@ -12,7 +12,7 @@ __metaclass__ = type
 from xml.etree import ElementTree
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.catalog import CATALOG
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.model import (
-    THROUGHPUT_COLUMNS, nccl_lines, stability_lines, throughput_cells, xml_safe,
+    RDMA_COLUMNS, THROUGHPUT_COLUMNS, nccl_lines, rdma_cells, stability_lines, throughput_cells, xml_safe,
 )
 
 
@@ -66,6 +66,11 @@ def render_junit(report):
             said.append("Throughput and latency under load:\n" + "\n".join(
                 "  " + ", ".join("%s %s" % (name, cell) for name, cell in zip(THROUGHPUT_COLUMNS[1:], cells[1:]))
                 for cells in (throughput_cells(m, "-") for m in measured)))
+        rdma = [m for m in report.get("measurements") or [] if m["kind"] == "perftest" and m["host"] == host["name"]]
+        if rdma:
+            said.append("RDMA writes (perftest):\n" + "\n".join(
+                "  " + ", ".join("%s %s" % (name, cell) for name, cell in zip(RDMA_COLUMNS[1:], cells[1:]))
+                for cells in (rdma_cells(m, "-") for m in rdma)))
         if said:
             # one system-out per suite: JUnit readers keep only one
             ElementTree.SubElement(suite, "system-out").text = "\n\n".join(said)

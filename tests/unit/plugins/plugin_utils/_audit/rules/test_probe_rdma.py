@@ -106,6 +106,23 @@ def test_each_rdma_measurement_is_a_report_row(healthy):
     assert rdma_cells(rows[1], "-")[4] == "failed: refused" and rdma_cells(rows[2], "-")[3:5] == [
         "-", "not paired: n3: no RDMA port under bond0.100"]
     findings, _outcome = judge(healthy, expects["n1"], "PROBE-006")
-    page = render_markdown(build_report({"n1": {"status": "audited", "reason": None}}, findings, {"n1": {}}, "x",
-                                        measurements=measurements(expects)))
+    report = build_report({"n1": {"status": "audited", "reason": None}}, findings, {"n1": {}}, "x",
+                          measurements=measurements(expects))
+    page = render_markdown(report)
     assert "## Measured RDMA writes (perftest)" in page and "| n1 | n3 | training | - | not paired" in page
+    # report.html: one table row per measurement, the cells escaped; junit.xml: the host suite's system-out
+    from xml.etree import ElementTree
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.html_report import render_html
+    from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.reports.junit_report import render_junit
+    html = render_html(report)
+    table = html[html.index('<table id="rdma">'):]
+    table = table[:table.index("</table>")]
+    assert table.count("<tr>") == 4 and "<td>rxe0:1 (1)</td><td>0.14</td><td>96</td>" in table, table
+    assert "<td>not paired: n3: no RDMA port under bond0.100</td>" in table and "failed: refused" in table
+    said = [e.text for e in ElementTree.fromstring(render_junit(report)).iter("system-out")]
+    rdma_said = [t for t in said if t and "RDMA writes (perftest):" in t]
+    assert len(rdma_said) == 1 and "peer n2, network training, port (GID index) rxe0:1 (1), write Gbit/s 0.14, " \
+        "expected 96, latency typical / p99 / p99.9 us 280 / 5.27e+03 / 2.24e+04" in rdma_said[0], rdma_said
+    # without the rdma probe neither says a word of it
+    plain = build_report({"n1": {"status": "audited", "reason": None}}, [], {"n1": {}}, "x", measurements=[])
+    assert 'id="rdma"' not in render_html(plain) and "RDMA writes" not in render_junit(plain)
