@@ -72,8 +72,9 @@ options:
     description:
       - Plan the rdma probe too (perftest's C(ib_write_bw) and C(ib_write_lat) after iperf3 in each round's slot).
       - Each part of a throughput round then carries C(rdma), the RDMA port and RoCE v2 GID index that its address's
-        traffic uses (C(device), C(port), C(gid_index), C(link_layer)) and C(tcp_port) (perftest's exchange). The
-        client's also carries the peer's, C(expected_gbps) (the slower port's rate as NCCL counts a network line,
+        traffic uses (C(device), C(port), C(gid_index), C(link_layer)), C(tcp_port) (perftest's exchange) and
+        C(lat_iterations) (C(ib_write_lat)'s writes, the same at both ends; 1000, or 200 where an end is software
+        RoCE, whose CPU is its NIC). The client's also carries the peer's, C(expected_gbps) (the slower port's rate as NCCL counts a network line,
         0.96 of it) with C(basis), C(min_fraction) and C(notes) (an active MTU or link layer that differs).
       - Where an end has no such port (no RDMA port under its interface, no RoCE v2 GID for its address, a port
         not ACTIVE), both ends' C(rdma) is C(skip) with the reason, and neither runs perftest (PROBE-006 names it).

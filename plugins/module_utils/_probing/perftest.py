@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+import socket
 import time
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import run_capped
@@ -163,6 +164,8 @@ def parse_perftest(text):
 # ---- running a pair --------------------------------------------------------------------------------------------
 RDMA_EXTRA_S = 25  # a round's slot with the rdma probe: + the measurement's duration (ib_write_bw -D) + this
 LAT_ITERATIONS = 1000  # ib_write_lat's writes (2 bytes each): milliseconds on a real port
+# where an end is software RoCE (rxe, siw): the CPU is the NIC, and a busy one took 22 ms a write under emulation
+LAT_ITERATIONS_SOFTWARE = 200
 # ib_write_lat runs until the round's slot ends: its writes are a ping-pong, so a client cut off early leaves its
 # server waiting for the slot's end anyway. Under software emulation on a busy machine 1000 writes took 8 s and more
 # (a fixed 10 s cut most of them). A run is started only while this much of the slot is left.
@@ -183,7 +186,7 @@ def part_problem(part):
     if not isinstance(device, str) or not DEVICE.match(device):
         return "device: %r is not an RDMA device name" % (device,)
     for key, low, high, nullable in (("port", 1, 255, False), ("gid_index", 0, 65535, True),
-                                     ("tcp_port", 1, 65534, False)):
+                                     ("tcp_port", 1, 65534, False), ("lat_iterations", 1, 100000, True)):
         value = part.get(key)
         if value is None and nullable:
             continue
@@ -202,17 +205,48 @@ def perftest_argv(binary, part, extra, server=None, offset=0):
     return argv + list(extra) + ([server] if server else [])
 
 
-def _tools(duration):
+def _tools(duration, part):
     """(program, its options, its time limit (None: the rest of the slot), the least time a run is started with, its
-    TCP port's offset from the part's tcp_port) in the order they run."""
+    TCP port's offset from the part's tcp_port) in the order they run; ib_write_lat's writes as the plan counted them
+    for both ends (``lat_iterations``), LAT_ITERATIONS where it did not."""
+    iterations = part.get("lat_iterations") or LAT_ITERATIONS
     return (("ib_write_bw", ["-D", str(duration), "--report_gbits"], duration + SETUP_S, duration + SETUP_S, 0),
-            ("ib_write_lat", ["-n", str(LAT_ITERATIONS)], None, LAT_MIN_S, 1))
+            ("ib_write_lat", ["-n", str(iterations)], None, LAT_MIN_S, 1))
 
 
-def cause(parsed, why=None):
+def route_problem(server, bind=None):
+    """What the kernel's routing says of the way to ``server`` (an address), without sending anything (a UDP socket's
+    connect only looks the route up): no route (its error: none, blackhole, unreachable, prohibited), or a route
+    that leaves from another address than this end's ``bind``; None when the route is this end's."""
+    family = socket.AF_INET6 if ":" in server else socket.AF_INET
+    try:
+        socket.inet_pton(family, server)  # an address, never a name to resolve
+    except (OSError, socket.error, ValueError, TypeError):
+        return None
+    try:
+        probe = socket.socket(family, socket.SOCK_DGRAM)
+    except (OSError, socket.error):
+        return None  # no socket to ask with: nothing seen
+    try:
+        probe.connect((server, 9))
+        source = probe.getsockname()[0]
+    except (OSError, socket.error, ValueError) as exc:
+        return "no route to %s (%s)" % (server, getattr(exc, "strerror", None) or exc)
+    finally:
+        probe.close()
+    if bind and source != bind:
+        return "the kernel routes %s from %s, not from this end's address %s" % (server, source, bind)
+    return None
+
+
+def cause(parsed, why=None, silent=False):
     """What a failed perftest run says about its cause, in words: the TCP exchange that did not connect, the queue
-    pair that could not reach RTR or RTS (the GID index, path MTU or route between the GIDs), or its own lines."""
+    pair that could not reach RTR or RTS (the GID index, path MTU or route between the GIDs), or its own lines.
+    ``silent``: a client that printed nothing before its time was up never heard from the peer's perftest."""
     errors = " ".join(parsed["errors"]).lower()
+    if why and silent and not parsed["errors"] and not parsed["settings"] and not parsed["rows"]:
+        return ("%s, having printed nothing: no answer from the peer's perftest (its TCP port dropped by a firewall, "
+                "or the path down)" % why)
     if why:
         return why
     if any(r in errors for r in REFUSED):
@@ -226,14 +260,17 @@ def cause(parsed, why=None):
     return "perftest printed no result"
 
 
-def run_client(module, part, server, duration, until, run=None):
+def run_client(module, part, server, duration, until, run=None, bind=None, route=None):
     """This end of a pair as the client: ib_write_bw for ``duration`` seconds, then ib_write_lat, each tried again
     while the peer's server is not up yet and ``until`` (a time) allows. {"gbps", "bandwidth", "latency", "error",
     "warnings"}: the average bandwidth in Gbit/s and its row, the latency row (microseconds: t_min, t_typical, t_avg,
-    t_max, p99, p999), and the first failure's cause."""
+    t_max, p99, p999), and the first failure's cause. Where the peer's perftest could not be reached, the kernel's
+    route to ``server`` from this end's address ``bind`` is looked up (``route``, route_problem) and named when it
+    explains it."""
+    route = route or route_problem
     run = run or run_capped
     result = {"gbps": None, "bandwidth": None, "latency": None, "error": None, "warnings": []}
-    for tool, extra, limit, minimum, offset in _tools(duration):
+    for tool, extra, limit, minimum, offset in _tools(duration, part):
         binary = module.get_bin_path(tool)
         if not binary:
             result["error"] = "perftest is not installed (%s)" % tool
@@ -260,7 +297,11 @@ def run_client(module, part, server, duration, until, run=None):
         result["warnings"] += parsed["warnings"][:5]
         row = parsed["rows"][-1] if parsed["rows"] else None
         if row is None or (code not in (0, None) and not why):
-            result["error"] = "%s: %s" % (tool, cause(parsed, why))
+            said = cause(parsed, why, silent=True)
+            if refused or said.endswith("or the path down)"):
+                seen = route(server, bind)
+                said = "%s; %s" % (said, seen) if seen else said
+            result["error"] = "%s: %s" % (tool, said)
             return result
         if tool == "ib_write_bw":
             if row.get("bw_average_gbps") is None:  # printed as nan or inf
@@ -277,7 +318,7 @@ def run_server(module, part, duration, deadline, run=None):
     ``deadline`` (a time) at most. The errors, each a text (a server the client never reached says so)."""
     run = run or run_capped
     errors = []
-    for tool, extra, _limit, _minimum, offset in _tools(duration):
+    for tool, extra, _limit, _minimum, offset in _tools(duration, part):
         left = deadline - time.time()
         binary = module.get_bin_path(tool)
         if not binary:

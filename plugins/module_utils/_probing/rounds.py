@@ -311,7 +311,8 @@ def rounds(module, parts, begin, current, arrived):
                             mss=result["mss"], latency=result["latency"], error=result["error"])
             if rdma:
                 measured["rdma"] = dict(rdma, **perftest.run_client(module, rdma, str(part["server"]),
-                                                                    params["duration"], deadline - 1))
+                                                                    params["duration"], deadline - 1,
+                                                                    bind=part.get("bind") and str(part["bind"])))
             measurements.append(measured)
         spent.append(round(time.time() - began, 2))
     said = "%d round(s): %d measurement(s), %d failed, %d server(s) did not start" % (

@@ -26,6 +26,9 @@ from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces imp
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.bandwidth import ethernet_goodput
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.collective import NET_EFFICIENCY
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.perftest import (
+    LAT_ITERATIONS, LAT_ITERATIONS_SOFTWARE,
+)
 
 
 def all_pairs(hosts):
@@ -201,10 +204,13 @@ def _rdma_parts(client, c_facts, c_where, server, s_facts, s_where, tcp_port, mi
     basis = ("the slower port's rate, %g Gbit/s (%s:%s and %s:%s), as NCCL counts a network line (%g)" % (
         min(rates), mine["device"], mine["port"], theirs["device"], theirs["port"], NET_EFFICIENCY)
         if expected else "a port's rate unknown")
+    software = [e for e in (mine["software"], theirs["software"]) if e]
+    # both ends must count the same writes; where the CPU is the NIC, fewer (a busy emulated CPU took 22 ms a write)
+    iterations = LAT_ITERATIONS_SOFTWARE if software else LAT_ITERATIONS
     client_part.update(skip=None, tcp_port=tcp_port, peer_device=theirs["device"], peer_port=theirs["port"],
                        peer_gid_index=theirs["gid_index"], expected_gbps=expected, min_fraction=min_fraction,
-                       basis=basis, notes=notes, software=[e for e in (mine["software"], theirs["software"]) if e])
-    server_part.update(skip=None, tcp_port=tcp_port)
+                       basis=basis, notes=notes, software=software, lat_iterations=iterations)
+    server_part.update(skip=None, tcp_port=tcp_port, lat_iterations=iterations)
     return client_part, server_part
 
 

@@ -14,7 +14,8 @@ import time
 import pytest
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.perftest import (
-    BW_KEYS, LAT_KEYS, LAT_MIN_S, MAX_ROWS, MIB_GBITS, SETUP_S, parse_perftest, part_problem, perftest_argv, run_client, run_server,
+    BW_KEYS, LAT_KEYS, LAT_MIN_S, MAX_ROWS, MIB_GBITS, SETUP_S, parse_perftest, part_problem, perftest_argv,
+    route_problem, run_client, run_server,
 )
 
 from conftest import REALDATA
@@ -215,7 +216,8 @@ def test_argv_is_a_list_of_checked_values():
     assert part_problem(PART) is None and part_problem({"skip": "no RDMA port"}) is None
     for bad in (dict(PART, device="-x"), dict(PART, device="../rxe0"), dict(PART, device="rxe0;reboot"),
                 dict(PART, device=None), dict(PART, port=0), dict(PART, port=True), dict(PART, gid_index="1"),
-                dict(PART, tcp_port=70000), dict(PART, tcp_port=65535), "rxe0"):
+                dict(PART, tcp_port=70000), dict(PART, tcp_port=65535), dict(PART, lat_iterations=0),
+                dict(PART, lat_iterations="200"), dict(PART, lat_iterations=10 ** 6), "rxe0"):
         assert part_problem(bad), bad
 
 
@@ -263,11 +265,45 @@ def test_client_names_what_it_can_see():
     assert len(calls) < 5 and result["error"].startswith("ib_write_bw: no TCP connection to the peer's perftest")
     run, _calls = answers((None, "", "ib_write_bw: no end within 15 s"))
     assert run_client(Module(), PART, "x", 5, time.time() + 60, run=run)["error"] == (
-        "ib_write_bw: ib_write_bw: no end within 15 s")
+        "ib_write_bw: ib_write_bw: no end within 15 s, having printed nothing: no answer from the peer's perftest (its "
+        "TCP port dropped by a firewall, or the path down)")
     assert run_client(Module(missing=("ib_write_lat",)), PART, "x", 5, time.time() + 60, run=answers(
         (0, read("ib_write_bw-client.txt", VMS), None))[0])["error"] == "perftest is not installed (ib_write_lat)"
     assert run_client(Module(), PART, "x", 5, time.time(), run=run)["error"] == (
         "ib_write_bw: no time left in the round's slot")
+
+
+def test_a_peer_it_cannot_reach_is_explained_by_the_route_it_sees():
+    """Refused until the slot is over, or silent until killed: the kernel's route to the peer is looked up (nothing
+    sent) and named when it explains it; a route that is this end's own adds nothing. The lookup itself, on this
+    machine's loopback: the route is the bind address's, or leaves from another address."""
+    refused = read("ib_write_bw-couldnt-connect-18515-client.txt")
+    asked = []
+
+    def route(server, bind):
+        asked.append((server, bind))
+        return "no route to %s (Invalid argument)" % server
+    run, _calls = answers((1, refused, None))
+    result = run_client(Module(), PART, "198.18.5.1", 5, time.time() + 16, run=run, bind="198.18.5.2", route=route)
+    assert asked == [("198.18.5.1", "198.18.5.2")] and result["error"].startswith(
+        "ib_write_bw: no TCP connection to the peer's perftest") and result["error"].endswith(
+        "; no route to 198.18.5.1 (Invalid argument)"), result
+    # silent until its time was up: no answer from the peer, and the route asked about too
+    run, _calls = answers((None, "", "/usr/bin/ib_write_bw: no end within 15 s"))
+    result = run_client(Module(), PART, "198.18.5.1", 5, time.time() + 60, run=run, bind="198.18.5.2",
+                        route=lambda server, bind: None)
+    assert result["error"] == ("ib_write_bw: /usr/bin/ib_write_bw: no end within 15 s, having printed nothing: no "
+                               "answer from the peer's perftest (its TCP port dropped by a firewall, or the path "
+                               "down)"), result
+    # a queue pair that did not connect is not a routing question
+    asked[:] = []
+    run, _calls = answers((1, read("ib_write_bw-roce-gid0-zero-gid-failed-modify-qp-rtr-client.txt"), None))
+    run_client(Module(), PART, "198.18.5.1", 5, time.time() + 60, run=run, bind="198.18.5.2", route=route)
+    assert asked == []
+    assert route_problem("127.0.0.1", "127.0.0.1") is None and route_problem("127.0.0.1") is None
+    assert route_problem("localhost") is None and route_problem("") is None  # names are never resolved
+    assert route_problem("127.0.0.1", "198.18.5.2") == (
+        "the kernel routes 127.0.0.1 from 127.0.0.1, not from this end's address 198.18.5.2")
 
 
 def test_server_waits_until_the_deadline_and_says_so():
@@ -275,6 +311,11 @@ def test_server_waits_until_the_deadline_and_says_so():
                          (0, read("ib_write_lat-server.txt", VMS), None))
     assert run_server(Module(), PART, 5, time.time() + 30, run=run) == []
     assert calls[0][0][-3:] == ["-D", "5", "--report_gbits"] and calls[1][0][-2:] == ["-n", "1000"]
+    # the plan's count, where it gave one (both ends alike)
+    run, calls = answers((0, read("ib_write_bw-server.txt", VMS), None), (0, read("ib_write_lat-server.txt", VMS),
+                                                                          None))
+    assert run_server(Module(), dict(PART, lat_iterations=200), 5, time.time() + 30, run=run) == []
+    assert calls[1][0][-2:] == ["-n", "200"]
     assert [c[0][c[0].index("-p") + 1] for c in calls] == ["18515", "18516"]
     assert "198.18.4.2" not in calls[0][0] and 0 < calls[0][1] <= 30
     run, _calls = answers((None, read("ib_write_bw-roce-gid0-zero-gid-server-waiting-banner-only.txt"),

@@ -60,8 +60,10 @@ def test_each_end_runs_on_the_gid_of_its_own_address(vms):
             assert (rdma["peer_device"], rdma["peer_port"], rdma["peer_gid_index"]) == ("rxe0", 1, index)
             assert rdma["expected_gbps"] == 96.0 and rdma["skip"] is None and rdma["notes"] == []
             assert rdma["software"] == ["rxe", "rxe"] and rdma["min_fraction"] == 0.8
+            # software RoCE at an end: fewer latency writes, the same count at both
+            assert rdma["lat_iterations"] == 200
             assert server["rdma"] == {"device": "rxe0", "port": 1, "gid_index": index, "link_layer": "Ethernet",
-                                      "skip": None, "tcp_port": rdma["tcp_port"]}
+                                      "skip": None, "tcp_port": rdma["tcp_port"], "lat_iterations": 200}
     # two TCP ports per round (ib_write_bw's, and the next for ib_write_lat), as iperf3 has one
     assert [[p["rdma"]["tcp_port"] for p in r.values()] for r in rounds] == [[18515 + 2 * i] * 2 for i in range(2)]
     assert all("rdma" not in p for r in targets(inputs(vms))["throughput"] for p in r.values())
@@ -100,3 +102,14 @@ def test_what_differs_between_the_ends_is_noted(vms):
     mtu = {"vm1": 4096, "vm2": 1024}
     assert client["rdma"]["notes"] == ["active MTU %d on %s, %d on %s: the connection uses the smaller" % (
         mtu[host], host, mtu[client["peer"]], client["peer"])]
+
+
+def test_latency_writes_are_counted_alike_at_both_ends(vms):
+    """ib_write_lat's count is the plan's, the same at both ends (perftest's server waits for as many as it was told):
+    1000 between hardware ports, 200 where either end is software RoCE (rxe here; the CPU is its NIC)."""
+    hardware = dict((host, copy.deepcopy(facts)) for host, facts in vms.items())
+    for facts in hardware.values():
+        facts["rdma"][0]["software"] = None
+    for changed, count in (({}, 200), (hardware, 1000), ({"vm1": hardware["vm1"]}, 200)):
+        for entries in targets(inputs(vms, **changed), rdma=True)["throughput"]:
+            assert [p["rdma"]["lat_iterations"] for p in entries.values()] == [count, count], (changed, entries)
