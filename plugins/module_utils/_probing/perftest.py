@@ -234,9 +234,17 @@ def route_problem(server, bind=None):
         return "no route to %s (%s)" % (server, getattr(exc, "strerror", None) or exc)
     finally:
         probe.close()
-    if bind and source != bind:
+    if bind and not _same_address(family, source, bind):
         return "the kernel routes %s from %s, not from this end's address %s" % (server, source, bind)
     return None
+
+
+def _same_address(family, one, other):
+    """Whether two texts spell the same address of ``family`` (IPv6 has many spellings of one address)."""
+    try:
+        return socket.inet_pton(family, one) == socket.inet_pton(family, str(other))
+    except (OSError, socket.error, ValueError, TypeError):
+        return False
 
 
 def cause(parsed, why=None, silent=False):

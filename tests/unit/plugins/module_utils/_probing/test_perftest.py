@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import os
 import re
+import socket
 import time
 
 import pytest
@@ -302,6 +303,9 @@ def test_a_peer_it_cannot_reach_is_explained_by_the_route_it_sees():
     assert asked == []
     assert route_problem("127.0.0.1", "127.0.0.1") is None and route_problem("127.0.0.1") is None
     assert route_problem("localhost") is None and route_problem("") is None  # names are never resolved
+    if socket.has_ipv6 and os.path.exists("/proc/net/if_inet6"):  # one address, spelt two ways, is the same
+        assert route_problem("::1", "0:0:0::1") is None, route_problem("::1", "0:0:0::1")
+        assert route_problem("::1", "fd00::1").startswith("the kernel routes ::1 from ::1, not from")
     assert route_problem("127.0.0.1", "198.18.5.2") == (
         "the kernel routes 127.0.0.1 from 127.0.0.1, not from this end's address 198.18.5.2")
 
