@@ -105,6 +105,22 @@ def _gid_address(gid):
     return address.ipv4_mapped or address
 
 
+def roce_v2_gid_index(port, address):
+    """The lowest index of a RoCE v2 GID of ``port`` (a port of the facts' ``rdma``) whose address is ``address`` (an
+    IP address, text or object), or None: the GID that traffic from that address uses, as perftest and NCCL address
+    it (a port under VLANs holds one per VLAN address, each naming its VLAN; an address that left and came back takes
+    another slot)."""
+    import ipaddress
+    try:
+        wanted = ipaddress.ip_address(str(address).partition("/")[0])
+    except ValueError:
+        return None
+    indexes = sorted(g["index"] for g in port.get("gids") or [] if isinstance(g, dict) and g.get("type") == "RoCE v2"
+                     and isinstance(g.get("index"), int) and not isinstance(g.get("index"), bool)
+                     and _gid_address(g.get("gid")) == wanted)
+    return indexes[0] if indexes else None
+
+
 def rdma_endpoint(facts, interface, address):
     """The RDMA port that traffic from ``address`` on ``interface`` uses, as perftest and NCCL address it:
     ({"device", "port", "link_layer", "gid_index", "rate_gbps", "active_mtu", "pci", "software"}, None), or
@@ -134,13 +150,11 @@ def rdma_endpoint(facts, interface, address):
     for device, port, gids in sorted(found, key=lambda f: (str(f[0].get("name")), f[1].get("port") or 0)):
         where = "%s:%s" % (device.get("name"), port.get("port"))
         if port.get("link_layer") == "Ethernet":
-            indexes = sorted(g["index"] for g in gids if g.get("type") == "RoCE v2" and isinstance(g.get("index"), int)
-                             and _gid_address(g.get("gid")) == wanted)
-            if not indexes:
+            gid_index = roce_v2_gid_index(port, wanted)
+            if gid_index is None:
                 said.append("%s has no RoCE v2 GID for %s (the address is not on a netdev of that port, or its GID "
                             "table was not read)" % (where, wanted))
                 continue
-            gid_index = indexes[0]
         else:
             gid_index = None
         if port.get("state") != "ACTIVE":

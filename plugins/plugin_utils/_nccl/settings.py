@@ -14,7 +14,7 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._names import ifname
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import NETDEV_LOOPBACK
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.pcie import NEAR, is_near
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._nccl.interfaces import (
-    below_vlans, ifname_matches, nic_by_name,
+    below_vlans, ifname_matches, nic_by_name, roce_v2_gid_index,
 )
 
 HEADER = "# Managed by gpuops.fabric (role gpuops.fabric.nccl); local changes are overwritten and reported as drift."
@@ -75,10 +75,14 @@ def _link_speed(facts, iface):
     return nic.get("speed_mbps"), legs
 
 
-def _training_gid(port, interface):
-    """The RoCE v2 GID index of the training interface's IPv4 address on ``port`` where the table has one (a port
-    whose netdev carries VLANs holds a GID per VLAN address, each naming its VLAN: on a live Soft-RoCE port over a bond
-    the training and storage VLANs were indexes 1 and 3), else the facts' choice (the port's own netdev's)."""
+def _training_gid(port, interface, address):
+    """The RoCE v2 GID index of the training interface's address (``address``: its first in the facts) on ``port``,
+    found as the rdma probe finds its own (roce_v2_gid_index); where the table has none (the address not
+    there yet, a table not read), the first RoCE v2 GID with an IPv4 address that names the interface; else the
+    facts' choice (the port's own netdev's)."""
+    index = roce_v2_gid_index(port, address) if address else None
+    if index is not None:
+        return index
     for gid in port.get("gids") or []:
         if isinstance(gid, dict) and gid.get("type") == "RoCE v2" and gid.get("ipv4") and interface \
                 and gid.get("netdev") == interface and isinstance(gid.get("index"), int):
@@ -86,14 +90,25 @@ def _training_gid(port, interface):
     return port.get("roce_v2_gid_index")
 
 
+def _first_ipv4(facts, interface):
+    """The interface's first IPv4 address in the facts (they list them sorted by address), or None."""
+    for nic in facts.get("nics") or []:
+        if isinstance(nic, dict) and nic.get("name") == interface and isinstance(nic.get("ipv4"), list):
+            for entry in nic["ipv4"]:
+                if isinstance(entry, str) and entry:
+                    return entry.partition("/")[0]
+    return None
+
+
 def _hcas_by_closeness(facts, notes, warnings, interface=None):
     """Active RDMA ports, those nearest each GPU first (GPU order), as (hca, port, link_layer, gid_index, path)."""
     active = []
+    address = _first_ipv4(facts, interface) if interface else None
     for dev in facts.get("rdma") or []:
         for port in dev.get("ports") or []:
             if port.get("state") == "ACTIVE":
-                active.append((dev["name"], port["port"], port.get("link_layer"), _training_gid(port, interface),
-                               dev.get("numa_node")))
+                active.append((dev["name"], port["port"], port.get("link_layer"),
+                               _training_gid(port, interface, address), dev.get("numa_node")))
     by_name = dict(((a[0], a[1]), a) for a in active)
     ordered, paths = [], {}
     for gpu in sorted(facts.get("gpus") or [], key=lambda g: g.get("index") if g.get("index") is not None else 0):

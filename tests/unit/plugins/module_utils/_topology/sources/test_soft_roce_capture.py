@@ -64,6 +64,32 @@ def test_nccl_is_told_the_gid_of_the_training_vlan(capture, interface, index):
     assert dict(settings)["NCCL_IB_HCA"] == "=rxe0:1" and dict(settings)["NCCL_IB_GID_INDEX"] == str(index)
 
 
+def test_nccl_and_the_rdma_probe_take_one_gid_for_the_training_address(capture):
+    """The nccl role and the rdma probe find the GID index of an address in one way (roce_v2_gid_index). After
+    address churn the table's order is not the addresses' (the live drift test: an address that left and came back
+    took a new slot): the training VLAN's own address is 198.18.4.1 at index 6, while index 1 now holds a second
+    address of the VLAN. NCCL is told 6, the GID the probe runs on for that address; the older rule (the first GID
+    naming the interface) said 1. The table edits are by hand, on the live capture's facts."""
+    import copy
+    facts = copy.deepcopy(capture["facts"])
+    for nic in facts["nics"]:
+        if nic["name"] == "bond0.100":
+            nic["ipv4"] = ["198.18.4.1/24", "198.18.4.7/24"]
+    port = facts["rdma"][0]["ports"][0]
+    churned = []
+    for gid in port["gids"]:
+        if gid["index"] == 1:
+            churned.append(dict(gid, gid=gid["gid"][:-1] + "7", ipv4="198.18.4.7"))
+            churned.append(dict(gid, index=6))
+        else:
+            churned.append(gid)
+    port["gids"] = churned
+    settings, _notes, _warnings, errors = nccl_settings(facts, "bond0.100", mode="rdma")
+    endpoint, why = rdma_endpoint(facts, "bond0.100", "198.18.4.1")
+    assert errors == [] and why is None and endpoint["gid_index"] == 6
+    assert dict(settings)["NCCL_IB_GID_INDEX"] == "6"
+
+
 @pytest.mark.parametrize("interface, address, index", [
     ("bond0.100", "198.18.4.1", 1), ("bond0.200", "198.18.5.1", 3), ("bond0", "198.18.4.1", 1)])
 def test_the_rdma_endpoint_of_an_address_is_its_gid(capture, interface, address, index):
