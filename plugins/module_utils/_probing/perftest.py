@@ -247,12 +247,18 @@ def _same_address(family, one, other):
         return False
 
 
+def _unanswered(parsed, why):
+    """Whether a client's run was cut by its time (``why``) having printed nothing: perftest prints its settings only
+    once the peer's perftest has answered, so it never heard from it."""
+    return bool(why) and not parsed["errors"] and not parsed["settings"] and not parsed["rows"]
+
+
 def cause(parsed, why=None, silent=False):
     """What a failed perftest run says about its cause, in words: the TCP exchange that did not connect, the queue
     pair that could not reach RTR or RTS (the GID index, path MTU or route between the GIDs), or its own lines.
     ``silent``: a client that printed nothing before its time was up never heard from the peer's perftest."""
     errors = " ".join(parsed["errors"]).lower()
-    if why and silent and not parsed["errors"] and not parsed["settings"] and not parsed["rows"]:
+    if silent and _unanswered(parsed, why):
         return ("%s, having printed nothing: no answer from the peer's perftest (its TCP port dropped by a firewall, "
                 "or the path down)" % why)
     if why:
@@ -306,7 +312,7 @@ def run_client(module, part, server, duration, until, run=None, bind=None, route
         row = parsed["rows"][-1] if parsed["rows"] else None
         if row is None or (code not in (0, None) and not why):
             said = cause(parsed, why, silent=True)
-            if refused or said.endswith("or the path down)"):
+            if refused or _unanswered(parsed, why):
                 seen = route(server, bind)
                 said = "%s; %s" % (said, seen) if seen else said
             result["error"] = "%s: %s" % (tool, said)
