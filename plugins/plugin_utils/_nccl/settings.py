@@ -92,11 +92,10 @@ def _training_gid(port, interface, address):
 
 def _first_ipv4(facts, interface):
     """The interface's first IPv4 address in the facts (they list them sorted by address), or None."""
-    for nic in facts.get("nics") or []:
-        if isinstance(nic, dict) and nic.get("name") == interface and isinstance(nic.get("ipv4"), list):
-            for entry in nic["ipv4"]:
-                if isinstance(entry, str) and entry:
-                    return entry.partition("/")[0]
+    addresses = (nic_by_name(facts, interface) or {}).get("ipv4")
+    for entry in addresses if isinstance(addresses, list) else []:
+        if isinstance(entry, str) and entry:
+            return entry.partition("/")[0]
     return None
 
 
