@@ -63,6 +63,17 @@ document.addEventListener('DOMContentLoaded',function(){
 """
 
 
+def _table(out, title, table_id, columns, rows, cells, before=None):
+    """A section of one table: ``title`` (markup, the section's own words), ``before`` the table (markup) where given,
+    its rows' cells by ``cells(row, "")``, escaped; nothing where there are no rows."""
+    if rows:
+        heads = "".join("<th>%s</th>" % escape(c) for c in columns)
+        out += ["<h2>%s</h2>" % title] + ([before] if before is not None else []) + [
+            '<table id="%s"><thead><tr>%s</tr></thead><tbody>' % (table_id, heads)]
+        out.extend("<tr>%s</tr>" % "".join("<td>%s</td>" % escape(cell) for cell in cells(row, "")) for row in rows)
+        out.append("</tbody></table>")
+
+
 def render_html(report):
     s = report["summary"]
     esc = escape
@@ -108,36 +119,16 @@ def render_html(report):
                 esc(f["host"]), esc(f["id"]), esc(str(f["subject"])), esc(f["waiver"]["reason"]),
                 esc(f["waiver"]["expires"])))
         out.append("</tbody></table>")
-    if report.get("stability"):
-        heads = "".join("<th>%s</th>" % esc(c) for c in STABILITY_COLUMNS)
-        out += ["<h2>Stability: counters grown, per hour</h2>",
-                '<table id="stability"><thead><tr>%s</tr></thead><tbody>' % heads]
-        for row in report["stability"]:
-            out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in stability_cells(row, "")))
-        out.append("</tbody></table>")
-    throughput = [m for m in report.get("measurements") or [] if m["kind"] == "throughput"]
-    if throughput:
-        heads = "".join("<th>%s</th>" % esc(c) for c in THROUGHPUT_COLUMNS)
-        out += ["<h2>Measured throughput and latency under load</h2>", latency_svg(throughput),
-                '<table id="throughput"><thead><tr>%s</tr></thead><tbody>' % heads]
-        for m in throughput:
-            out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in throughput_cells(m, "")))
-        out.append("</tbody></table>")
-    rdma = [m for m in report.get("measurements") or [] if m["kind"] == "perftest"]
-    if rdma:
-        heads = "".join("<th>%s</th>" % esc(c) for c in RDMA_COLUMNS)
-        out += ["<h2>Measured RDMA writes (perftest)</h2>",
-                '<table id="rdma"><thead><tr>%s</tr></thead><tbody>' % heads]
-        for m in rdma:
-            out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in rdma_cells(m, "")))
-        out.append("</tbody></table>")
-    if allowed_rows(report):
-        heads = "".join("<th>%s</th>" % esc(c) for c in ALLOWED_COLUMNS)
-        out += ["<h2>What the hardware allows NCCL's all_reduce (bus bandwidth, large messages)</h2>",
-                '<table id="allowed"><thead><tr>%s</tr></thead><tbody>' % heads]
-        for row in allowed_rows(report):
-            out.append("<tr>%s</tr>" % "".join("<td>%s</td>" % esc(cell) for cell in allowed_cells(row, "")))
-        out.append("</tbody></table>")
+    _table(out, "Stability: counters grown, per hour", "stability", STABILITY_COLUMNS, report.get("stability") or [],
+           stability_cells)
+    measured = report.get("measurements") or []
+    throughput = [m for m in measured if m["kind"] == "throughput"]
+    _table(out, "Measured throughput and latency under load", "throughput", THROUGHPUT_COLUMNS, throughput,
+           throughput_cells, latency_svg(throughput) if throughput else None)
+    _table(out, "Measured RDMA writes (perftest)", "rdma", RDMA_COLUMNS, [m for m in measured if m["kind"] == "perftest"],
+           rdma_cells)
+    _table(out, "What the hardware allows NCCL's all_reduce (bus bandwidth, large messages)", "allowed",
+           ALLOWED_COLUMNS, allowed_rows(report), allowed_cells)
     if report.get("nccl"):
         heads = "".join("<th>%s</th>" % esc(c) for c in NCCL_COLUMNS)
         out += ["<h2>NCCL: what it chose beside what the hardware offers</h2>",

@@ -61,16 +61,14 @@ def render_junit(report):
             said.append("NCCL, what it chose:\n" + "\n".join(nccl))
         said += ["\n".join(stability_lines(row)) for row in report.get("stability") or []
                  if row["host"] == host["name"]]
-        measured = [m for m in report.get("measurements") or [] if m["kind"] == "throughput" and m["host"] == host["name"]]
-        if measured:
-            said.append("Throughput and latency under load:\n" + "\n".join(
-                "  " + ", ".join("%s %s" % (name, cell) for name, cell in zip(THROUGHPUT_COLUMNS[1:], cells[1:]))
-                for cells in (throughput_cells(m, "-") for m in measured)))
-        rdma = [m for m in report.get("measurements") or [] if m["kind"] == "perftest" and m["host"] == host["name"]]
-        if rdma:
-            said.append("RDMA writes (perftest):\n" + "\n".join(
-                "  " + ", ".join("%s %s" % (name, cell) for name, cell in zip(RDMA_COLUMNS[1:], cells[1:]))
-                for cells in (rdma_cells(m, "-") for m in rdma)))
+        mine = [m for m in report.get("measurements") or [] if m["host"] == host["name"]]
+        for title, kind, columns, cells in (
+                ("Throughput and latency under load", "throughput", THROUGHPUT_COLUMNS, throughput_cells),
+                ("RDMA writes (perftest)", "perftest", RDMA_COLUMNS, rdma_cells)):
+            rows = [m for m in mine if m["kind"] == kind]
+            if rows:  # one line per measurement, each cell named by its column (the host is the suite's)
+                said.append("%s:\n" % title + "\n".join("  " + ", ".join(
+                    "%s %s" % (name, cell) for name, cell in zip(columns[1:], cells(m, "-")[1:])) for m in rows))
         if said:
             # one system-out per suite: JUnit readers keep only one
             ElementTree.SubElement(suite, "system-out").text = "\n\n".join(said)
