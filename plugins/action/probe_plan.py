@@ -9,6 +9,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._action import ControllerAction, target_hosts
+from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.inputs import held_facts
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.declared import DECLARED, RDMA_EXTRA_S, default
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.validation import validate_networks
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._planning.pairing import targets
@@ -49,9 +50,9 @@ class ActionModule(ControllerAction):
         inputs, errors = {}, []
         for host in hosts:
             own = hostvars[host]
-            facts = (own.get("ansible_facts") or {}).get("gpuops_fabric")
+            facts, _problem = held_facts(own)  # the audit's text, or the facts as a mapping
             if not facts:
-                continue  # unreachable or failed in the gather step: the audit reports it
+                continue  # unreachable, failed or unreadable in the gather step: the audit reports it
             host_errors = []
             networks = validate_networks(own.get("fabric_networks"), host_errors, check_overlap=False)
             errors.extend("%s: %s" % (host, e) for e in host_errors)

@@ -97,6 +97,16 @@ options:
         only while none of them changed the host); facts read before a change the play made are stale.
     type: bool
     default: false
+  as_json:
+    description:
+      - Return the facts as one JSON text, RV(facts_json), and set no facts.
+      - An 8-GPU node's facts are about 7,000 values. On their way into the host's variables Ansible wraps, copies
+        and pickles each value several times, in each worker and again on the controller. One text is one value, and
+        whoever reads the facts parses it once (the C(from_json) filter in a play).
+      - The audit and the node-local audit gather this way, into their registered result C(fabric_audit_gather); the
+        other playbooks and the roles read RV(ansible_facts.gpuops_fabric).
+    type: bool
+    default: false
 requirements:
   - The C(pynvml) Python module (C(pip install nvidia-ml-py)) on the managed node for NVML details; optional.
 notes:
@@ -147,9 +157,15 @@ reused:
   returned: always
   type: bool
   sample: false
+facts_json:
+  description:
+    - The facts, as RV(ansible_facts.gpuops_fabric) would hold them, as one JSON text with sorted keys (O(as_json)).
+  returned: when O(as_json) is true, unless RV(reused)
+  type: str
+  sample: '{"schema_version":2,"source":"sysfs","gather_subset":["numa"]}'
 ansible_facts:
   description: Facts added to the host.
-  returned: unless RV(reused)
+  returned: unless RV(reused) or O(as_json)
   type: dict
   contains:
     gpuops_fabric:
@@ -392,6 +408,7 @@ ansible_facts:
           returned: when paths is gathered
 """
 
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -433,6 +450,7 @@ def main():
             nvml=dict(type="str", choices=["auto", "yes", "no"], default="auto"),
             lldp_socket=dict(type="path"),
             reuse=dict(type="bool", default=False),  # decided by the action plugin, before the module runs
+            as_json=dict(type="bool", default=False),
         ),
         required_if=[
             ("source", "hwloc_xml", ("path",)),
@@ -467,6 +485,8 @@ def main():
                           resolve_subsets(params["gather_subset"]), params["lldp_socket"])
     facts["root"] = params["root"] if params["source"] == "sysfs" else None
     facts["path"] = params["path"]
+    if params["as_json"]:
+        module.exit_json(changed=False, reused=False, facts_json=json.dumps(facts, separators=(",", ":")))
     module.exit_json(changed=False, reused=False, ansible_facts={"gpuops_fabric": facts})
 
 

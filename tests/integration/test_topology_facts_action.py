@@ -1,7 +1,8 @@
 """topology_facts' action plugin through real ansible-playbook runs: a task that gives no option gathers as the host's
 fabric_facts_* variables say (each host its own capture, YAML's no for nvml taken as "no"), an option the task gives
 wins, a bad variable fails that host's task naming the variable and the value, never a traceback, and reuse keeps
-what the run holds only when it answers the task (the same place, every subset asked for). The captures
+what the run holds only when it answers the task (the same place, every subset asked for), and as_json returns the
+same facts as one JSON text, setting none. The captures
 are the hand-written dgx8 tree and a real hwloc XML (tests/fixtures)."""
 
 import json
@@ -71,6 +72,21 @@ PLAY = """
         dest: "{{ out }}/{{ inventory_hostname }}-reuse.json"
         mode: "0644"
       delegate_to: localhost
+    # as_json: the same facts as one text, and no facts set (what the audit gathers)
+    - name: Gather as a mapping
+      gpuops.fabric.topology_facts: {}
+    - name: Gather as one JSON text
+      gpuops.fabric.topology_facts:
+        as_json: true
+      register: text
+    - name: Keep the comparison
+      ansible.builtin.copy:
+        content: "{{ {'same': (text.facts_json | from_json) == ansible_facts.gpuops_fabric,
+                     'is_text': text.facts_json is string, 'sets_facts': text.ansible_facts is defined
+                     and text.ansible_facts != {}, 'schema': (text.facts_json | from_json).schema_version} | to_json }}"
+        dest: "{{ out }}/{{ inventory_hostname }}-text.json"
+        mode: "0644"
+      delegate_to: localhost
     - name: A reuse that is not a boolean
       gpuops.fabric.topology_facts:
         reuse: maybe
@@ -129,5 +145,7 @@ def test_each_host_gathers_as_its_variables_say(ansible_env, tmp_path, roots):
     xml = read(tmp_path, "xml-reuse.json")  # its hwloc read held nic only, then the tree's nic only: all is read
     assert xml == {"same": True, "elsewhere": False, "narrowed": False, "widened": False, "subset": all_subsets}
     for host in ("tree", "xml"):
+        assert read(tmp_path, host + "-text.json") == {"same": True, "is_text": True, "sets_facts": False,
+                                                       "schema": 2}, host
         odd = read(tmp_path, host + "-odd.json")
         assert odd["failed"] and odd["msg"] == "topology_facts: reuse: 'maybe' is not a boolean", odd

@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 from ansible_collections.gpuops.fabric.plugins.module_utils._network.apply import unified
 
 # registered result -> (where it is registered, what the audit takes from it)
@@ -33,11 +35,10 @@ HOST_VARIABLES = {
     "fabric_audit_waiver_horizon_days": "waiver_horizon_days",
     "fabric_audit_baseline": "baseline",
     "fabric_audit_window": "window",
-    # set by playbooks/audit.yml: the counters of the first gather, when fabric_audit_window asks for a second one
-    "fabric_audit_window_counters": "window_counters",
     "fabric_audit_max_tcp_retransmit_percent": "tcp_retransmit_budget",
 }
 FACTS_KEY = "gpuops_fabric"  # ansible_facts.gpuops_fabric, set by topology_facts
+FACTS_TEXT = "facts_json"  # the same facts as one JSON text: topology_facts' result with as_json (the audit's gathers)
 # What modules set: the facts and the registered results. Ansible marks them unsafe (never templated), so they are read
 # as they are held; templating them only copies them, node by node (an 8-GPU node's facts are ~20,000 nodes).
 RESULT_KEYS = frozenset(("ansible_facts",) + tuple(REGISTERED))
@@ -69,15 +70,52 @@ class HostView(object):
         return key in self._source(key)
 
 
+def held_facts(hostvars, register="fabric_audit_gather"):
+    """(facts, problem): the facts this run read of a host. The audit's gathers return them as one JSON text
+    (topology_facts ``as_json``: Ansible walks a mapping's every value several times on its way into the variables,
+    a text is one value), parsed here, once per reader; where ``register`` holds no text (site.yml's audit keeps its
+    pre-flight's facts, ``reused``; a play of the user's gathered them as a mapping) they are
+    ``ansible_facts.gpuops_fabric``. A text that is not a JSON object is a problem named, not facts."""
+    result = hostvars.get(register)
+    text = result.get(FACTS_TEXT) if isinstance(result, dict) else None
+    if text is None:
+        return (hostvars.get("ansible_facts") or {}).get(FACTS_KEY), None
+    return parse_facts_text(text)
+
+
+def parse_facts_text(text):
+    """(facts, problem) of one ``facts_json`` text."""
+    if not isinstance(text, str):
+        return None, "%s is a %s, not a JSON text" % (FACTS_TEXT, type(text).__name__)
+    try:
+        facts = json.loads(text)
+    except ValueError as error:  # json's own errors are ValueErrors, each naming where the text broke
+        return None, "%s cannot be read: %s" % (FACTS_TEXT, str(error)[:200])
+    except RecursionError:
+        return None, "%s cannot be read: nested too deep" % FACTS_TEXT
+    if not isinstance(facts, dict):
+        kind = ("null" if facts is None else "a boolean" if isinstance(facts, bool) else "an array"
+                if isinstance(facts, list) else "a string" if isinstance(facts, str) else "a number")
+        return None, "%s holds %s, not a JSON object" % (FACTS_TEXT, kind)
+    return facts, None
+
+
+def _failed(result):
+    return isinstance(result, dict) and (result.get("failed") or result.get("unreachable"))
+
+
 def host_input(hostvars, drift=False):
     """One host's audit input from its hostvars: its facts, its policy variables, its status (audited, unreachable,
-    failed), and -- for the drift playbook -- what the network and nccl roles would change."""
+    failed), the two readings of fabric_audit_window, and -- for the drift playbook -- what the network and nccl
+    roles would change."""
     gathered = hostvars.get("fabric_audit_gather") or {}
-    facts = (hostvars.get("ansible_facts") or {}).get(FACTS_KEY)
+    facts, problem = held_facts(hostvars)
     if gathered.get("unreachable"):
         status, reason = "unreachable", gathered.get("msg")
     elif gathered.get("failed"):
         status, reason = "failed", gathered.get("msg")
+    elif problem:
+        facts, status, reason = None, "failed", "the facts topology_facts returned: %s" % problem
     elif facts:
         status, reason = "audited", None
     else:
@@ -87,20 +125,24 @@ def host_input(hostvars, drift=False):
              "nccl_drift": nccl_drift(hostvars.get("nccl_conf")) if drift else None}
     for variable, key in HOST_VARIABLES.items():
         entry[key] = hostvars.get(variable)
+    entry["window_counters"], entry["window_error"] = None, None
     second = hostvars.get("fabric_audit_window_gather")
-    entry["window_error"] = None
-    if entry["window_counters"] is not None:
-        # the facts are the first reading's wherever the second is missing: no window to judge
-        if isinstance(second, dict) and (second.get("failed") or second.get("unreachable")):
-            entry["window_counters"], entry["window_error"] = None, "the second reading failed: %s" % (
-                second.get("msg") or "failed")
-        elif not isinstance(second, dict) or second.get("skipped"):
-            entry["window_counters"], entry["window_error"] = None, (
-                "not read a second time (the host left the play before the second gather)")
-    elif (entry["window"] and "fabric_audit_gather" in hostvars and isinstance(facts, dict)
-          and isinstance(facts.get("counters"), dict) and second is None):
-        # audit.yml keeps the first reading's counters in its window play: a host that left the run before it (a probe
-        # failed on it) has its counters in the facts but not kept
+    counters = facts.get("counters") if isinstance(facts, dict) else None
+    if status != "audited":
+        pass  # no first reading to compare with: the host is reported as it is
+    elif _failed(second):  # the first reading stands: no window to judge
+        entry["window_error"] = "the second reading failed: %s" % (second.get("msg") or "failed")
+    elif isinstance(second, dict) and not second.get("skipped"):
+        again, problem = held_facts(hostvars, "fabric_audit_window_gather")
+        if second.get(FACTS_TEXT) is None:  # a mapping has replaced the first reading's: nothing to compare with
+            entry["window_error"] = "the second reading returned no %s (gather it with as_json)" % FACTS_TEXT
+        elif problem:
+            entry["window_error"] = "the second reading: %s" % problem
+        else:
+            entry["facts"], entry["window_counters"] = again, counters
+    elif isinstance(second, dict) or (entry["window"] and isinstance(counters, dict) and "fabric_audit_gather" in hostvars):
+        # audit.yml reads the second time in its window play: a host that left the run before it (a probe failed on
+        # it) has the first reading only
         entry["window_error"] = "not read a second time (the host left the play before the window's second reading)"
     return entry
 

@@ -169,7 +169,7 @@ _RESULTS = """
 fabric_slurm_result fabric_slurm_step_failed fabric_plan
 fabric_network_plan fabric_network_intent fabric_drift_result fabric_audit_result fabric_audit_gather
 fabric_site_intent fabric_plan_gather fabric_audit_lines fabric_audit_yaml fabric_drift_lines fabric_drift_yaml
-fabric_probe_plan fabric_audit_window_counters fabric_audit_window_gather
+fabric_probe_plan fabric_audit_window_gather
 """.split()
 DECLARED = dict((v.name, v) for v in _DECLARED + tuple(_var(n, _X, "any") for n in _RESULTS))
 KNOWN_VARIABLES = frozenset(DECLARED)

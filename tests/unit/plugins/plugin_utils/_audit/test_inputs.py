@@ -1,6 +1,7 @@
 """The audit's inputs: the register names it reads exist where it says they are registered, every host variable it
 reads is a known one, and a host's status comes from its registered gather result."""
 
+import json
 import os
 import re
 
@@ -9,7 +10,7 @@ import pytest
 from conftest import REPO
 
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._audit.inputs import (
-    HOST_VARIABLES, REGISTERED, host_input, network_drift, nccl_drift,
+    HOST_VARIABLES, REGISTERED, held_facts, host_input, network_drift, nccl_drift,
 )
 from ansible_collections.gpuops.fabric.plugins.plugin_utils._intent.variables import KNOWN_VARIABLES
 
@@ -97,8 +98,8 @@ def test_a_host_view_merges_each_host_once_and_templates_only_the_inventory(tmp_
 
 
 def test_a_host_that_left_before_the_window_play_is_named_so():
-    """audit.yml keeps the first reading's counters in its window play; a host that left the run before it (a probe
-    failed on it) has counters in its facts, none kept and no second reading: named as having left, not as a
+    """audit.yml reads the counters a second time in its window play; a host that left the run before it (a probe
+    failed on it) has counters in its first reading and no second reading: named as having left, not as a
     playbook that reads once."""
     facts = {"schema_version": 1, "counters": {"net": {}}}
     left = host_input({"ansible_facts": {"gpuops_fabric": facts}, "fabric_audit_gather": {"changed": False},
@@ -108,3 +109,58 @@ def test_a_host_that_left_before_the_window_play_is_named_so():
     assert once["window_error"] is None
     off = host_input({"ansible_facts": {"gpuops_fabric": facts}, "fabric_audit_gather": {"changed": False}})
     assert off["window_error"] is None
+
+
+def text(facts):
+    return json.dumps(facts, sort_keys=True, separators=(",", ":"))
+
+
+def test_the_facts_as_one_text():
+    """audit.yml gathers with as_json: the facts are fabric_audit_gather.facts_json, parsed once by the reader;
+    site.yml's audit keeps its pre-flight's facts (reused) in ansible_facts.gpuops_fabric."""
+    facts = {"schema_version": 2, "counters": {"uptime_s": 10}, "nics": []}
+    stale = {"schema_version": 2, "counters": {"uptime_s": 1}, "nics": [{"name": "old"}]}
+    read = host_input({"fabric_audit_gather": {"changed": False, "facts_json": text(facts)},
+                       "ansible_facts": {"gpuops_fabric": stale}})  # the pre-flight's, older: the text wins
+    assert (read["status"], read["facts"]) == ("audited", facts)
+    assert held_facts({"fabric_audit_gather": {"reused": True}, "ansible_facts": {"gpuops_fabric": stale}}) == (
+        stale, None)
+    assert held_facts({}) == (None, None)
+    # the window: the second text is the facts judged, the first text's counters the baseline
+    later = dict(facts, counters={"uptime_s": 70})
+    both = host_input({"fabric_audit_window": 60, "fabric_audit_gather": {"facts_json": text(facts)},
+                       "fabric_audit_window_gather": {"facts_json": text(later)}})
+    assert both["facts"] == later and both["window_counters"] == {"uptime_s": 10} and both["window_error"] is None
+    # reused first reading (a mapping), second as text
+    kept = host_input({"fabric_audit_window": 60, "fabric_audit_gather": {"reused": True},
+                       "ansible_facts": {"gpuops_fabric": facts},
+                       "fabric_audit_window_gather": {"facts_json": text(later)}})
+    assert kept["facts"] == later and kept["window_counters"] == {"uptime_s": 10}
+    # a second reading that replaced the first's mapping cannot be compared with it: named
+    mapped = host_input({"fabric_audit_window": 60, "fabric_audit_gather": {"reused": True},
+                         "ansible_facts": {"gpuops_fabric": later}, "fabric_audit_window_gather": {"changed": False}})
+    assert mapped["window_counters"] is None and "returned no facts_json" in mapped["window_error"]
+
+
+@pytest.mark.parametrize("value, problem", [
+    ('{"schema_version": 2, "nics": [', "facts_json cannot be read: "),  # cut short
+    ("", "facts_json cannot be read: "),
+    ("[1, 2]", "facts_json holds an array, not a JSON object"),
+    ("null", "facts_json holds null, not a JSON object"),
+    ('"{}"', "facts_json holds a string, not a JSON object"),
+    ("1e999", "facts_json holds a number, not a JSON object"),
+    ("[" * 100000 + "]" * 100000, "facts_json "),  # nested past the parser's depth: named, no traceback
+    ({"schema_version": 2}, "facts_json is a dict, not a JSON text"),
+    (7, "facts_json is a int, not a JSON text"),
+])
+def test_a_facts_text_that_cannot_be_read_is_named(value, problem):
+    entry = host_input({"fabric_audit_gather": {"changed": False, "facts_json": value}, "fabric_audit_window": 60,
+                        "fabric_audit_window_gather": {"facts_json": text({"counters": {}})}})
+    assert entry["status"] == "failed" and entry["facts"] is None and entry["window_counters"] is None
+    assert entry["reason"].startswith("the facts topology_facts returned: " + problem), entry["reason"]
+    # the second reading's text alike: the first reading stands, the window is named as not read
+    first = {"schema_version": 2, "counters": {"uptime_s": 1}}
+    entry = host_input({"fabric_audit_gather": {"facts_json": text(first)}, "fabric_audit_window": 60,
+                        "fabric_audit_window_gather": {"facts_json": value}})
+    assert entry["status"] == "audited" and entry["facts"] == first and entry["window_counters"] is None
+    assert entry["window_error"].startswith("the second reading: " + problem), entry["window_error"]

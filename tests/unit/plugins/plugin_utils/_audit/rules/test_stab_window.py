@@ -4,6 +4,7 @@ as each test says; the audit is run_audit with the inputs the validate action bu
 
 import copy
 import datetime
+import json
 
 import pytest
 
@@ -34,11 +35,18 @@ def audit(inputs):
     return report
 
 
+def as_text(facts):
+    """The facts as topology_facts returns them with as_json, as audit.yml gathers."""
+    return json.dumps(facts, sort_keys=True, separators=(",", ":"))
+
+
 def windowed(first, second, window=60, **more):
-    """The audit input of a host read twice: what host_input builds from the hostvars audit.yml leaves."""
-    hostvars = dict({"ansible_facts": {"gpuops_fabric": second}, "fabric_audit_window": window,
-                     "fabric_audit_window_counters": first["counters"] if first else None,
-                     "fabric_audit_window_gather": {"changed": False, "ansible_facts": {}}}, **more)
+    """The audit input of a host read twice: what host_input builds from the hostvars audit.yml leaves (both
+    readings registered as JSON texts)."""
+    hostvars = dict({"fabric_audit_window": window,
+                     "fabric_audit_gather": {"changed": False, "reused": False, "facts_json": as_text(first)},
+                     "fabric_audit_window_gather": {"changed": False, "reused": False,
+                                                    "facts_json": as_text(second)}}, **more)
     return host_input(hostvars)
 
 
@@ -71,12 +79,11 @@ def test_the_second_reading_failed(healthy):
         "fabric_audit_window: 1 host(s) were not read twice: n1 (the second reading failed: sysfs unreadable); they "
         "are judged without a baseline"]
     # a host that left the play before the second gather (failed in the probes): never registered
-    entry = host_input({"ansible_facts": {"gpuops_fabric": healthy}, "fabric_audit_window": 60,
-                        "fabric_audit_window_counters": healthy["counters"]})
+    entry = host_input({"fabric_audit_window": 60, "fabric_audit_gather": {"facts_json": as_text(healthy)}})
     report = audit({"n1": entry})
     assert report["policy_warnings"] == [
         "fabric_audit_window: 1 host(s) were not read twice: n1 (not read a second time (the host left the play "
-        "before the second gather)); they are judged without a baseline"]
+        "before the window's second reading)); they are judged without a baseline"]
     assert report["outcomes"]["n1"]["STAB-001"]["status"] == "not_applicable"
 
 
