@@ -93,6 +93,9 @@ LINK_BOUNDS = {"generation": (1, 16), "width": (1, 64), "gbytes_per_s": (0, 1000
 
 
 def _field(name, value):
+    if type(value) is int:  # pylint: disable=unidiomatic-typecheck  # the usual case, quickly: never a bool
+        low, high = LINK_BOUNDS[name]
+        return value if low <= value <= high else None
     value = finite(value, *LINK_BOUNDS[name])
     if name != "gbytes_per_s" and not isinstance(value, int):
         return None  # a generation or a width is a whole number
@@ -105,9 +108,12 @@ def link_sides(link):
     verdict, the report rows, the tree) reads a link through this."""
     link = link if isinstance(link, dict) else {}
     sides = {}
-    for side in ("current", "max"):
-        part = link.get(side) if isinstance(link.get(side), dict) else {}
-        sides[side] = dict((f, _field(f, part.get(f))) for f in LINK_FIELDS)
+    for side in ("current", "max"):  # written out: the audit reads hundreds of links per 8-GPU node
+        part = link.get(side)
+        part = part if isinstance(part, dict) else {}
+        sides[side] = {"generation": _field("generation", part.get("generation")),
+                       "width": _field("width", part.get("width")),
+                       "gbytes_per_s": _field("gbytes_per_s", part.get("gbytes_per_s"))}
     return sides
 
 
@@ -130,8 +136,11 @@ def link_verdict(kind, link, slot_max=None, gpu_state=None):
     below (under what card and slot allow: width always, generation unless the kind lowers it at idle), idle (a
     lower generation on a kind that lowers it at idle: cannot judge), capped (at what the slot allows, below the
     card's own best), ok, unknown (current and best not both known)."""
-    sides = link_sides(link)
-    slot = link_sides({"max": slot_max})["max"]
+    return _verdict(kind, link_sides(link), link_sides({"max": slot_max})["max"], gpu_state)
+
+
+def _verdict(kind, sides, slot, gpu_state=None):
+    """link_verdict of a link and its slot's maximum already read (link_sides)."""
     cur_gen, cur_width = sides["current"]["generation"], sides["current"]["width"]
     max_gen, max_width = sides["max"]["generation"], sides["max"]["width"]
     slot_gen, slot_width = slot["generation"], slot["width"]
@@ -287,14 +296,14 @@ def path_hops(address, by_address):
         slot_max = (parent.get("link") or {}).get("max") if isinstance(parent, dict) and isinstance(
             parent.get("link"), dict) else None
         sides = link_sides(entry.get("link"))
-        verdict = link_verdict(entry.get("kind"), entry.get("link"), slot_max)
+        slot = link_sides({"max": slot_max})["max"]
+        verdict = _verdict(entry.get("kind"), sides, slot)
         rate = sides["current"]["gbytes_per_s"]
         if verdict["verdict"] == "idle":  # a GPU that lowered its generation to save power carries what it reaches
             reach = pcie_bandwidth(*verdict["reach"]) if None not in verdict["reach"] else None
             rate = round(reach, 3) if reach is not None else rate
         hops.append({"address": step, "kind": entry.get("kind"), "slot": entry.get("parent") if parent else None,
-                     "slot_known": link_sides({"max": slot_max})["max"]["width"] is not None or
-                     link_sides({"max": slot_max})["max"]["generation"] is not None,
+                     "slot_known": slot["width"] is not None or slot["generation"] is not None,
                      "link": sides, "verdict": verdict, "gbytes_per_s": rate})
     return hops
 
