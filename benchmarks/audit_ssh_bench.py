@@ -144,6 +144,9 @@ def bench(count, forks, probes, collections, work, profile=False, latency_only=F
         commands = (("ping", [ansible, "all", "-i", inventory, "-m", "ping"]),
                     ("setup", [ansible, "all", "-i", inventory, "-m", "setup"]),
                     ("module", [ansible, "all", "-i", inventory, "-m", "gpuops.fabric.topology_facts"]),
+                    # as the audit gathers: the facts as one JSON text (as_json) instead of a mapping
+                    ("module as_json", [ansible, "all", "-i", inventory, "-m", "gpuops.fabric.topology_facts", "-a",
+                                        "as_json=true"]),
                     ("audit", [os.path.join(bindir, "ansible-playbook"), "-i", inventory, "gpuops.fabric.audit"]))
         samples = dict((name, []) for name, _command in commands)
         cpu = dict((name, []) for name, _command in commands)
@@ -157,18 +160,16 @@ def bench(count, forks, probes, collections, work, profile=False, latency_only=F
         cpu_median = dict((name, sorted(times)[len(times) // 2]) for name, times in cpu.items())
         audit_s, setup_s = median["audit"], median["setup"]
         trips = len(re.findall(r"^(?:ok|changed): \[%s\]$" % re.escape(bed.names[0]), audit.stdout, re.M))
-        line = ("%4d hosts, forks %d, pipelining, medians of %d interleaved runs: test bed up %.1f s; ansible -m ping "
-                "%.1f s; ansible -m setup %.1f s; ansible -m gpuops.fabric.topology_facts %.1f s; audit playbook %.1f "
-                "s (%d module round trip(s) per host). Ratios to ping: setup %.2f, module %.2f, audit %.2f; audit / "
-                "setup %.2f" % (count, forks, runs, up_s, median["ping"], setup_s, median["module"], audit_s, trips,
-                                setup_s / median["ping"], median["module"] / median["ping"],
-                                audit_s / median["ping"], audit_s / setup_s))
+        others = [name for name, _command in commands if name != "ping"]
+        line = ("%4d hosts, forks %d, pipelining, medians of %d interleaved runs: test bed up %.1f s; %s; audit "
+                "playbook: %d module round trip(s) per host. Ratios to ping: %s; audit / setup %.2f" % (
+                    count, forks, runs, up_s, "; ".join("%s %.1f s" % (name, median[name]) for name, _c in commands),
+                    trips, ", ".join("%s %.2f" % (name, median[name] / median["ping"]) for name in others),
+                    audit_s / setup_s))
         # the controller's own CPU (what grows with the fleet where each node has CPUs of its own)
-        line += ("\n      controller CPU: ping %.1f s, setup %.1f s, module %.1f s, audit %.1f s. Ratios to ping: setup "
-                 "%.2f, module %.2f, audit %.2f" % (cpu_median["ping"], cpu_median["setup"], cpu_median["module"],
-                                                    cpu_median["audit"], cpu_median["setup"] / cpu_median["ping"],
-                                                    cpu_median["module"] / cpu_median["ping"],
-                                                    cpu_median["audit"] / cpu_median["ping"]))
+        line += ("\n      controller CPU: %s. Ratios to ping: %s" % (
+            ", ".join("%s %.1f s" % (name, cpu_median[name]) for name, _c in commands),
+            ", ".join("%s %.2f" % (name, cpu_median[name] / cpu_median["ping"]) for name in others)))
         if probes:
             for label, kinds in (("with latency under load", ["jumbo", "throughput", "latency"]),
                                  ("without", ["jumbo", "throughput"]))[:1 if latency_only else 2]:
