@@ -417,8 +417,9 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded imp
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import (
-    SOURCES, gather, merge_link_limits, merge_switch_side, resolve_subsets,
+    gather, merge_link_limits, merge_switch_side,
 )
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.subsets import SOURCES, resolve_subsets
 
 
 # A tool the facts ask (ip, lldpctl, ethtool, dcb, mlnx_qos) may hang on broken hardware or a stuck daemon, or print

@@ -17,9 +17,8 @@ from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources im
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources import ethtool_stats as _ethtool_stats
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nccl_conf import read_nccl_conf
 
-SUBSETS = ("numa", "pci", "gpu", "nic", "rdma", "bond", "vlan", "paths", "nccl", "lldp", "link_modes", "counters")
-MIN_SUBSETS = ("numa",)
-SOURCES = ("sysfs", "hwloc_xml", "nccl_xml")
+# the subsets' names and their expansion: a module of their own, which the action plugin imports without the readers
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.subsets import SOURCES, resolve_subsets
 
 
 # What each subset needs the reader to load.
@@ -38,38 +37,6 @@ _READER_PARTS = {
     "nccl": (),
     "counters": ("pci", "net", "rdma", "counters"),
 }
-
-
-def resolve_subsets(requested):
-    """Expand ``gather_subset`` (all, min, names, ``!name``, ``!all``) to a list in canonical order.
-
-    As with Ansible's own facts: a list of only exclusions starts from ``all``; ``!all`` leaves
-    just ``min`` plus what is named; ``min`` is always gathered unless ``!min`` is given.
-    """
-    items = [str(item).strip() for item in (requested or ["all"])]
-    include, exclude = set(), set()
-    for item in items:
-        negate = item.startswith("!")
-        name = item[1:] if negate else item
-        if name not in SUBSETS and name not in ("all", "min"):
-            raise ValueError("gather_subset: %r is not one of all, min, %s (optionally prefixed with !)"
-                             % (item, ", ".join(SUBSETS)))
-        if negate:
-            if name not in ("all", "min"):
-                exclude.add(name)
-        elif name == "all":
-            include.update(SUBSETS)
-        elif name == "min":
-            include.update(MIN_SUBSETS)
-        else:
-            include.add(name)
-    if not any(not item.startswith("!") for item in items) and "!all" not in items:
-        include.update(SUBSETS)
-    if "!min" not in items:
-        include.update(MIN_SUBSETS)
-    else:
-        exclude.update(set(MIN_SUBSETS) - set(n for n in items if n in MIN_SUBSETS))
-    return [s for s in SUBSETS if s in include and s not in exclude]
 
 
 def reader_parts(subsets):

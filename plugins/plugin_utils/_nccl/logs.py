@@ -142,7 +142,7 @@ def read_log(path):
 def _dump(entry, path):
     """An NCCL topology dump read into facts; as posted or logged, it may be an excerpt (xmlfile.load_xml_excerpt)."""
     from ansible_collections.gpuops.fabric.plugins.module_utils._topology.build import build_facts
-    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.facts import resolve_subsets
+    from ansible_collections.gpuops.fabric.plugins.module_utils._topology.subsets import resolve_subsets
     from ansible_collections.gpuops.fabric.plugins.module_utils._topology.model import classify_devices
     from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.ncclxml import (
         DUMP_SUBSETS, read_nccl_xml,

@@ -10,6 +10,7 @@ import pytest
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology import facts as _facts
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.errors import TopologyError
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.sources.nvml import read_nvml
+from ansible_collections.gpuops.fabric.plugins.module_utils._topology.subsets import SUBSETS
 
 
 class FakeNVMLError(Exception):
@@ -79,7 +80,7 @@ def facts_with(roots, fake):
     topo = _facts.load_topology(root=roots["dgx8"])
     status, infos = read_nvml(fake)
     topo.gpu_info.update(infos)
-    return status, {g["address"]: g for g in _facts.build_facts(topo, _facts.SUBSETS, status)["gpus"]}
+    return status, {g["address"]: g for g in _facts.build_facts(topo, SUBSETS, status)["gpus"]}
 
 
 def test_idle_gpu_at_gen1_is_idle_not_degraded(roots):
