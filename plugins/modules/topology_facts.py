@@ -159,7 +159,8 @@ reused:
   sample: false
 facts_json:
   description:
-    - The facts, as RV(ansible_facts.gpuops_fabric) would hold them, as one JSON text with sorted keys (O(as_json)).
+    - The facts, as RV(ansible_facts.gpuops_fabric) would hold them (their keys in the same order), as one JSON text
+      (O(as_json)).
   returned: when O(as_json) is true, unless RV(reused)
   type: str
   sample: '{"schema_version":2,"source":"sysfs","gather_subset":["numa"]}'
