@@ -88,7 +88,6 @@ _GPU_STATES = {"degraded": "below", "idle": "idle", "ok": "ok", "unknown": "unkn
 
 # The reading of a link fact ({"current": {generation, width, gbytes_per_s}, "max": {...}}, the same keys for every
 # kind of device): the plausible range of each field; anything else (text, a bool, NaN, Gen 40) is not known.
-LINK_FIELDS = ("generation", "width", "gbytes_per_s")
 LINK_BOUNDS = {"generation": (1, 16), "width": (1, 64), "gbytes_per_s": (0, 10000)}
 
 

@@ -70,13 +70,13 @@ class HostView(object):
         return key in self._source(key)
 
 
-def held_facts(hostvars, register="fabric_audit_gather"):
-    """(facts, problem): the facts this run read of a host. The audit's gathers return them as one JSON text
+def held_facts(hostvars):
+    """(facts, problem): the facts this run read of a host. The audit's gather returns them as one JSON text
     (topology_facts ``as_json``: Ansible walks a mapping's every value several times on its way into the variables,
-    a text is one value), parsed here, once per reader; where ``register`` holds no text (site.yml's audit keeps its
-    pre-flight's facts, ``reused``; a play of the user's gathered them as a mapping) they are
+    a text is one value), parsed here, once per reader; where fabric_audit_gather holds no text (site.yml's audit keeps
+    its pre-flight's facts, ``reused``; a play of the user's gathered them as a mapping) they are
     ``ansible_facts.gpuops_fabric``. A text that is not a JSON object is a problem named, not facts."""
-    result = hostvars.get(register)
+    result = hostvars.get("fabric_audit_gather")
     text = result.get(FACTS_TEXT) if isinstance(result, dict) else None
     if text is None:
         return (hostvars.get("ansible_facts") or {}).get(FACTS_KEY), None
@@ -133,14 +133,16 @@ def host_input(hostvars, drift=False):
     elif _failed(second):  # the first reading stands: no window to judge
         entry["window_error"] = "the second reading failed: %s" % (second.get("msg") or "failed")
     elif isinstance(second, dict) and not second.get("skipped"):
-        again, problem = held_facts(hostvars, "fabric_audit_window_gather")
         if second.get(FACTS_TEXT) is None:  # a mapping has replaced the first reading's: nothing to compare with
             entry["window_error"] = "the second reading returned no %s (gather it with as_json)" % FACTS_TEXT
-        elif problem:
-            entry["window_error"] = "the second reading: %s" % problem
         else:
-            entry["facts"], entry["window_counters"] = again, counters
-    elif isinstance(second, dict) or (entry["window"] and isinstance(counters, dict) and "fabric_audit_gather" in hostvars):
+            again, problem = parse_facts_text(second[FACTS_TEXT])
+            if problem:
+                entry["window_error"] = "the second reading: %s" % problem
+            else:
+                entry["facts"], entry["window_counters"] = again, counters
+    elif isinstance(second, dict) or (entry["window"] and isinstance(counters, dict)
+                                      and "fabric_audit_gather" in hostvars):
         # audit.yml reads the second time in its window play: a host that left the run before it (a probe failed on
         # it) has the first reading only
         entry["window_error"] = "not read a second time (the host left the play before the window's second reading)"
