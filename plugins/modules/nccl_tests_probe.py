@@ -130,7 +130,7 @@ import tempfile  # noqa: E402
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import (  # noqa: E402
-    STDOUT, TimeoutExpired, run_bounded,
+    STDOUT, TimeoutExpired, end_on_hangup, run_bounded,
 )
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_log import parse_nccl_log  # noqa: E402
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.nccl_tests import parse_nccl_tests  # noqa: E402
@@ -205,6 +205,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    end_on_hangup()
     params = module.params
     if params["timeout"] < 1:
         module.fail_json(msg="timeout: %r must be at least 1" % params["timeout"])

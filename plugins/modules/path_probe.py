@@ -137,6 +137,7 @@ probes:
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402  (after the documentation, as modules are laid out)
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import end_on_hangup
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.ping import (
     check_targets, probe_paths, said_paths,
 )
@@ -162,6 +163,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    end_on_hangup()
     error = check_targets(module.params["targets"])
     if error:
         module.fail_json(msg=error)

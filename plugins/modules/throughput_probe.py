@@ -299,6 +299,7 @@ import time  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import end_on_hangup  # noqa: E402
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.iperf3 import (  # noqa: E402
     PID_DIR, pidfile, stop,
 )
@@ -393,6 +394,7 @@ def run_rounds(module):
         stop_servers(parts, current)
         raise SystemExit(128 + signum)
     signal.signal(signal.SIGTERM, ended)
+    end_on_hangup(lambda: stop_servers(parts, current))
     try:
         result = rounds(module, parts, begin, current, ARRIVED)
     except Stopped:
@@ -504,6 +506,7 @@ def main():
                      ("mode", "collect", ("job",))],
         supports_check_mode=True,
     )
+    end_on_hangup()
     params = module.params
     for key, low, high in (("port", 1, 65535), ("duration", 1, 3600), ("streams", 1, 128)):
         if not low <= params[key] <= high:

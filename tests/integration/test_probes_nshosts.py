@@ -297,22 +297,40 @@ def interrupted_audit(env, inv):
             proc.kill()
 
 
+def payloads():
+    """The folders AnsiballZ unpacks this collection's modules into on a node (every namespace host shares /tmp); the
+    wrapper removes its own when the module ends, unless the module is killed outright."""
+    import glob
+    return set(glob.glob("/tmp/ansible_gpuops.fabric.*_payload_*"))
+
+
+def payloads_left(before, wait=10):
+    """The payload folders made since ``before`` that are still there after up to ``wait`` seconds."""
+    deadline = time.time() + wait
+    while payloads() - before and time.time() < deadline:
+        time.sleep(0.2)
+    return sorted(payloads() - before)
+
+
 def test_interrupted_play_leaves_nothing_past_its_bound(ansible_env, testbed, tmp_path):
     """Ctrl-C during the rounds: each node's run goes on without the controller, but never past its bound (the
     rounds' slots, each fabric_probe_server_lifetime long, plus 30 s: Ansible's async limit)."""
     inv = inventory(testbed, tmp_path, fabric_probe_duration=3, fabric_probe_server_lifetime=6,
                     fabric_probes=["throughput"])
+    before = payloads()
     with interrupted_audit(ansible_env, inv) as started:
         assert runners(), "the rounds ended with the controller: nothing to test"
         # the plan of 4 hosts: 3 rounds of 6 s; the async limit is 3 x 6 + 30 s
         while (ours() or runners()) and time.time() < started + 3 * 6 + 30 + 10:
             time.sleep(0.5)
         assert ours() == [] and runners() == [], "left running past the bound: %s %s" % (ours(), runners())
+    assert payloads_left(before) == []
 
 
 def test_stop_ends_every_round_at_once(ansible_env, testbed, tmp_path):
     """mode=stop, run by hand after Ctrl-C, ends every node's run and server at once."""
     inv = inventory(testbed, tmp_path, fabric_probe_duration=10, fabric_probes=["throughput"])
+    before = payloads()
     with interrupted_audit(ansible_env, inv):
         stopped = subprocess.run(["ansible", "-i", inv, "all", "-m", "gpuops.fabric.throughput_probe", "-a", "mode=stop"],
                                  env=ansible_env, capture_output=True, text=True, timeout=120, check=False)
@@ -321,6 +339,9 @@ def test_stop_ends_every_round_at_once(ansible_env, testbed, tmp_path):
         while (ours() or runners()) and time.time() < deadline:
             time.sleep(0.2)
         assert ours() == [] and runners() == [], (ours(), runners())
+    # the collects the Ctrl-C cut off (each waits up to 30 s on its node) end through their hangup: the wrapper's
+    # payload folder goes with them (Python's default for SIGHUP left one per node in /tmp)
+    assert payloads_left(before) == []
 
 
 def test_a_taken_port_is_named(ansible_env, testbed, tmp_path):

@@ -12,11 +12,28 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import signal
 import subprocess
 
 PIPE = subprocess.PIPE
 STDOUT = subprocess.STDOUT
 TimeoutExpired = subprocess.TimeoutExpired
+
+
+def end_on_hangup(cleanup=None):
+    """A probe that waits on the node (a collect's wait, a round, pings, nccl-tests) ends through SystemExit when its
+    SSH session hangs up (Ctrl-C on the controller, a dropped connection: sshd sends SIGHUP to the session's tty),
+    after ``cleanup()`` where given. Python's default for SIGHUP ends the process at once, which left the AnsiballZ
+    wrapper's payload folder (~130 KB) in the node's temporary directory each time; SystemExit runs the wrapper's
+    cleanup, and subprocess.run kills a program it was waiting for. A hangup already ignored (nohup) stays so."""
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        return
+
+    def hung_up(signum, _frame):
+        if cleanup is not None:
+            cleanup()
+        raise SystemExit(128 + signum)
+    signal.signal(signal.SIGHUP, hung_up)
 
 
 def run_bounded(argv, timeout, stdout=PIPE, stderr=PIPE, env=None):

@@ -78,3 +78,47 @@ def test_the_facts_module_notes_a_tool_it_cut():
     assert facts["warnings"] == ["/nonexistent/lldpctl: [Errno 2] No such file or directory: '/nonexistent/lldpctl' "
                                  "(left out of the facts)"]
     assert run_tool(["printf", "{}"], facts) == (0, "{}", "")
+
+
+HANGUP_SCRIPT = r"""
+import os, signal, sys, tempfile, time
+from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import end_on_hangup, run_bounded
+if sys.argv[2] == "ignored":
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+folder = tempfile.mkdtemp(dir=sys.argv[1])
+try:  # what the AnsiballZ wrapper does around a module
+    end_on_hangup(lambda: open(os.path.join(sys.argv[1], "cleaned"), "w").close())
+    print(folder, flush=True)
+    run_bounded(["sleep", "30.25"], 60)  # a probe waiting for its program when the session hangs up
+    print("slept", flush=True)
+finally:
+    os.rmdir(folder)
+"""
+
+
+@pytest.mark.parametrize("before", ["default", "ignored"])
+def test_a_hangup_ends_the_wait_through_the_wrappers_cleanup(tmp_path, before):
+    """SIGHUP (the SSH session gone) while a probe waits: the cleanup runs, the program waited for is killed, the
+    process ends with 128 + SIGHUP and its finally clauses run (AnsiballZ's payload folder goes). A hangup the caller
+    ignores (nohup) stays ignored."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.Popen([sys.executable, "-c", HANGUP_SCRIPT, str(tmp_path), before], stdout=subprocess.PIPE,
+                            text=True, env=env)
+    folder = proc.stdout.readline().strip()
+    assert os.path.isdir(folder)
+    time.sleep(0.3)  # the sleep has started
+    proc.send_signal(signal.SIGHUP)
+    if before == "ignored":
+        time.sleep(0.5)
+        assert proc.poll() is None
+        proc.kill()
+        proc.wait(timeout=10)
+        return
+    assert proc.wait(timeout=10) == 128 + signal.SIGHUP
+    assert proc.stdout.read() == ""  # the wait ended at the hangup
+    assert not os.path.exists(folder) and os.path.exists(os.path.join(str(tmp_path), "cleaned"))
+    assert subprocess.run(["pgrep", "-f", "^sleep 30.25$"], check=False).returncode == 1  # killed, not orphaned
