@@ -92,9 +92,13 @@ LINK_BOUNDS = {"generation": (1, 16), "width": (1, 64), "gbytes_per_s": (0, 1000
 
 
 def _field(name, value):
-    if type(value) is int:  # pylint: disable=unidiomatic-typecheck  # the usual case, quickly: never a bool
+    kind = type(value)
+    if kind is int:  # the usual generation or width, quickly: never a bool
         low, high = LINK_BOUNDS[name]
         return value if low <= value <= high else None
+    if kind is float:  # the usual gbytes_per_s, quickly: NaN and the infinities fail the bounds as finite() would
+        low, high = LINK_BOUNDS[name]
+        return value if name == "gbytes_per_s" and low <= value <= high else None
     value = finite(value, *LINK_BOUNDS[name])
     if name != "gbytes_per_s" and not isinstance(value, int):
         return None  # a generation or a width is a whole number

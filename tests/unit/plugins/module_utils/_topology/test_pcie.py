@@ -93,3 +93,31 @@ def test_near_is_defined_once():
                 with open(path) as handle:
                     found += ["%s: %s" % (os.path.relpath(path, REPO), m) for m in _second_definitions(handle.read())]
     assert found == []
+
+
+
+class _Float(float):
+    """A float subclass (a YAML or JSON library may hand one out): read by the general path."""
+
+
+@pytest.mark.parametrize("value, generation, width, gbytes", [
+    (5, 5, 5, 5),
+    (17, None, 17, 17),               # past Gen 16, a plausible width and rate
+    (5.0, None, None, 5.0),           # a float is never a generation or a width
+    (float("nan"), None, None, None),
+    (float("inf"), None, None, None),
+    (float("-inf"), None, None, None),
+    (-0.5, None, None, None),
+    (10000.0, None, None, 10000.0),
+    (10000.5, None, None, None),
+    (_Float(31.5), None, None, 31.5),
+    (True, None, None, None),         # never a bool
+    ("5", None, None, None),
+    (None, None, None, None),
+    (10 ** 400, None, None, None),
+])
+def test_a_link_field_is_a_number_in_its_range_or_none(value, generation, width, gbytes):
+    """link_sides reads every field through one check; its quick paths for int and float agree with finite()."""
+    sides = pcie.link_sides({"current": {"generation": value, "width": value, "gbytes_per_s": value}})
+    assert sides["current"] == {"generation": generation, "width": width, "gbytes_per_s": gbytes}
+    assert sides["max"] == {"generation": None, "width": None, "gbytes_per_s": None}
