@@ -14,9 +14,10 @@ __metaclass__ = type
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-# Only the subsets' names: this plugin runs in a worker forked for each host, which imports afresh what it imports;
-# the readers (_topology.facts) cost ~40 ms a host of the controller's CPU, the declared variables ~15 ms, imported
-# only where the host has a fabric_facts_* variable to check (tests/unit/plugins/action/test_action_imports.py).
+# Only the subsets' names: Ansible imports this plugin once per run in its main process and compiles whatever it
+# imports from source (the readers, _topology.facts: ~40 ms), and the workers forked for each host inherit it; what
+# run() imports (the declared variables, ~15 ms, only where the host has a fabric_facts_* variable to check) each
+# worker imports again unless the main process had it (tests/unit/plugins/action/test_action_imports.py).
 from ansible_collections.gpuops.fabric.plugins.module_utils._topology.subsets import resolve_subsets
 
 # option -> the variable that gives it when the task does not

@@ -1,8 +1,10 @@
-"""The topology_facts action plugin runs in a worker process that Ansible forks for each host and task, and a worker
-imports afresh whatever the plugin imports: the facts' readers (_topology.facts and all below it) cost ~40 ms of the
-controller's CPU a host, the declared variables ~15 ms (issue 34: the audit beside ansible -m ping). The plugin
-imports neither at load, and the declared variables only for a host that has a fabric_facts_* variable to check.
-A fresh interpreter, as a worker's first import of the plugin is."""
+"""The topology_facts action plugin loads light: Ansible imports an action plugin once per run, in its main process
+(the strategy loads the class to see whether it bypasses the host loop), and every worker it forks for a host
+inherits what that import loaded; what the plugin imports inside run() is imported again in each worker, unless the
+main process had it already. The facts' readers (_topology.facts and all below it, ~40 ms of compiling: Ansible's
+collection loader compiles collection code from source, bytecode or not) are not imported at load, and the declared
+variables (~15 ms) only in run() for a host that has a fabric_facts_* variable to check. A fresh interpreter, as the
+main process's first import of the plugin is."""
 
 from __future__ import absolute_import, division, print_function
 
