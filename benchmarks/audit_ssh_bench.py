@@ -15,6 +15,8 @@ compare with.
 
 The controller's own CPU seconds are printed beside each wall time: on this bed the hosts' module runs share the
 CPUs with the controller, on a cluster each node has its own, and the controller's CPU is what grows with the fleet.
+The hosts' CPU seconds too (each host's sshd and everything below it: the session, the shell, the module run), which
+on this bed come out of the same two CPUs and on a cluster out of each node's own.
 With --facts dgx8, the module and the audit read the hand-written 8-GPU node's tree on every host (facts of about
 130 KB each, 190 KB before facts schema 2; a namespace host's own are about 6 KB).
 
@@ -47,18 +49,58 @@ DURATION = 2  # seconds of each iperf3 measurement
 IDLE_PINGS, PING_INTERVAL = 10, 0.2  # the role's defaults: the idle pings before each measurement
 
 
-def timed(command, env, cpu=None):
+def _tree_cpu(roots):
+    """CPU seconds of the processes ``roots`` and all their descendants that are alive, each with what its reaped
+    children used (so a module run that ended under a live sshd counts once, through its parent)."""
+    parents, times = {}, {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parents[int(pid)] = int(fields[1])  # after the name: state, ppid, ...; utime is field 14 of stat(5)
+        times[int(pid)] = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    children = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    total, todo = 0, [r for r in roots if r in times]
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total / float(os.sysconf("SC_CLK_TCK"))
+
+
+def host_cpu(bed):
+    """CPU seconds so far of every host of ``bed``: its sshd, the connections, sessions and modules below it."""
+    roots = []
+    for name in bed.names:
+        try:
+            with open(os.path.join(bed.work, "sshd_%s.pid" % name)) as handle:
+                roots.append(int(handle.read().strip()))
+        except (OSError, ValueError):
+            continue
+    return _tree_cpu(roots)
+
+
+def timed(command, env, cpu=None, hosts=None, bed=None):
     """Wall seconds and the result of one run; with ``cpu`` (a list), the CPU seconds of the controller's side (the
     ansible process, its workers and the ssh clients they wait for: this process's waited-for children) are appended
     to it. Not in them: the ssh ControlPersist masters (they detach and outlive the run) and the hosts' sshd and
     module runs (on this bed they share the CPUs, on a cluster each node has its own)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    hosts_before = host_cpu(bed) if hosts is not None else 0
     start = time.perf_counter()
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if cpu is not None:
         cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    if hosts is not None:
+        hosts.append(host_cpu(bed) - hosts_before)
     if result.returncode != 0:
         said = [line for line in result.stdout.splitlines() if line.startswith(("fatal:", "ERROR", "[ERROR"))]
         print("  %s failed (%d):\n%s\n%s" % (
@@ -150,14 +192,16 @@ def bench(count, forks, probes, collections, work, profile=False, latency_only=F
                     ("audit", [os.path.join(bindir, "ansible-playbook"), "-i", inventory, "gpuops.fabric.audit"]))
         samples = dict((name, []) for name, _command in commands)
         cpu = dict((name, []) for name, _command in commands)
+        on_hosts = dict((name, []) for name, _command in commands)
         audit = None
         for _run in range(runs):  # interleaved: a machine that slows down slows each alike
             for name, command in commands:
-                elapsed, result = timed(command, env, cpu[name])
+                elapsed, result = timed(command, env, cpu[name], on_hosts[name], bed)
                 samples[name].append(elapsed)
                 audit = result if name == "audit" else audit
         median = dict((name, sorted(times)[len(times) // 2]) for name, times in samples.items())
         cpu_median = dict((name, sorted(times)[len(times) // 2]) for name, times in cpu.items())
+        hosts_median = dict((name, sorted(times)[len(times) // 2]) for name, times in on_hosts.items())
         audit_s, setup_s = median["audit"], median["setup"]
         trips = len(re.findall(r"^(?:ok|changed): \[%s\]$" % re.escape(bed.names[0]), audit.stdout, re.M))
         others = [name for name, _command in commands if name != "ping"]
@@ -170,6 +214,11 @@ def bench(count, forks, probes, collections, work, profile=False, latency_only=F
         line += ("\n      controller CPU: %s. Ratios to ping: %s" % (
             ", ".join("%s %.1f s" % (name, cpu_median[name]) for name, _c in commands),
             ", ".join("%s %.2f" % (name, cpu_median[name] / cpu_median["ping"]) for name in others)))
+        # the hosts' own (sshd, sessions, module runs): on a cluster spread over the nodes, here the same two CPUs
+        line += ("\n      hosts' CPU (all %d together): %s. Ratios to ping: %s" % (
+            count, ", ".join("%s %.1f s" % (name, hosts_median[name]) for name, _c in commands),
+            ", ".join("%s %.2f" % (name, hosts_median[name] / (hosts_median["ping"] or float("nan")))
+                      for name in others)))
         if probes:
             for label, kinds in (("with latency under load", ["jumbo", "throughput", "latency"]),
                                  ("without", ["jumbo", "throughput"]))[:1 if latency_only else 2]:
