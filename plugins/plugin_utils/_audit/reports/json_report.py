@@ -7,8 +7,8 @@
 indented; below them every entry is one line: a host's part of a host-keyed section (outcomes, counters, topology),
 one finding, one link, one node result. Indenting a fleet's facts would double the file, a line per entry is what
 grep and ``jq -c`` want, and only the standard library's C encoder, which writes without indentation, keeps a
-64-node report from costing more of the controller than the audit's rules (Python's own encoder, the only one that
-indents, took 0.64 s there; this takes a fifth)."""
+64-node report from costing more of the controller than the audit's rules (with 64 eight-GPU nodes, Python's own
+encoder, the only one that indents, took 0.64 s; this takes 0.29 s, most of it the nodes' facts)."""
 
 from __future__ import absolute_import, division, print_function
 
