@@ -83,13 +83,14 @@ def test_the_facts_module_notes_a_tool_it_cut():
 HANGUP_SCRIPT = r"""
 import os, signal, sys, tempfile, time
 from ansible_collections.gpuops.fabric.plugins.module_utils._probing.bounded import end_on_hangup, run_bounded
-if sys.argv[2] == "ignored":
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+# as sshd starts a session's programs (the default), or as nohup does (ignored); this test's own runner may ignore
+# SIGHUP (a CI job started under nohup), and an ignored signal is inherited
+signal.signal(signal.SIGHUP, signal.SIG_IGN if sys.argv[2] == "ignored" else signal.SIG_DFL)
 folder = tempfile.mkdtemp(dir=sys.argv[1])
 try:  # what the AnsiballZ wrapper does around a module
     end_on_hangup(lambda: open(os.path.join(sys.argv[1], "cleaned"), "w").close())
     print(folder, flush=True)
-    run_bounded(["sleep", "30.25"], 60)  # a probe waiting for its program when the session hangs up
+    run_bounded(["sleep", sys.argv[3]], 60)  # a probe waiting for its program when the session hangs up
     print("slept", flush=True)
 finally:
     os.rmdir(folder)
@@ -105,20 +106,32 @@ def test_a_hangup_ends_the_wait_through_the_wrappers_cleanup(tmp_path, before):
     import signal
     import subprocess
     import sys
+    seconds = "30.%06d" % (os.getpid() % 1000000)  # this run's sleep, told apart from any other on the machine
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    proc = subprocess.Popen([sys.executable, "-c", HANGUP_SCRIPT, str(tmp_path), before], stdout=subprocess.PIPE,
-                            text=True, env=env)
-    folder = proc.stdout.readline().strip()
-    assert os.path.isdir(folder)
-    time.sleep(0.3)  # the sleep has started
-    proc.send_signal(signal.SIGHUP)
-    if before == "ignored":
-        time.sleep(0.5)
-        assert proc.poll() is None
-        proc.kill()
+    proc = subprocess.Popen([sys.executable, "-c", HANGUP_SCRIPT, str(tmp_path), before, seconds],
+                            stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+
+    def sleeping():
+        return subprocess.run(["pgrep", "-f", "^sleep %s$" % seconds], capture_output=True, check=False).returncode == 0
+    try:
+        folder = proc.stdout.readline().strip()
+        assert os.path.isdir(folder)
+        deadline = time.monotonic() + 10
+        while not sleeping() and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the sleep runs: a hangup while it starts is another case
+        assert sleeping()
+        proc.send_signal(signal.SIGHUP)
+        if before == "ignored":
+            time.sleep(0.5)
+            assert proc.poll() is None and sleeping()
+            return
+        assert proc.wait(timeout=10) == 128 + signal.SIGHUP
+        assert proc.stdout.read() == ""  # the wait ended at the hangup
+        assert not os.path.exists(folder) and os.path.exists(os.path.join(str(tmp_path), "cleaned"))
+        assert not sleeping()  # killed, not orphaned
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the child and its sleep, whatever the test found
+        except OSError:
+            pass
         proc.wait(timeout=10)
-        return
-    assert proc.wait(timeout=10) == 128 + signal.SIGHUP
-    assert proc.stdout.read() == ""  # the wait ended at the hangup
-    assert not os.path.exists(folder) and os.path.exists(os.path.join(str(tmp_path), "cleaned"))
-    assert subprocess.run(["pgrep", "-f", "^sleep 30.25$"], check=False).returncode == 1  # killed, not orphaned
