@@ -95,7 +95,6 @@ def test_near_is_defined_once():
     assert found == []
 
 
-
 class _Float(float):
     """A float subclass (a YAML or JSON library may hand one out): read by the general path."""
 
